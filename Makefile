@@ -1,0 +1,51 @@
+# The two commands of the README:
+#   make bench   set up whatever is missing, then run the default suite
+#   make test    set up whatever is missing, then run the test suite
+# Both install system packages with apt (as root or via sudo), create .venv from the
+# pinned requirements and build the servers that need building.
+
+PYTHON_BOOTSTRAP ?= python3
+# rustup installs cargo here; a fresh shell may not have it on PATH yet
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)
+ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: bench test setup system-deps venv build tables list clean
+
+bench: setup
+	$(PYTHON) run_bench.py $(ARGS)
+
+test: setup
+	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+tables: venv
+	$(PYTHON) create_markdown_tables.py
+
+list: venv
+	$(PYTHON) run_bench.py list
+
+setup: system-deps venv build
+
+system-deps:
+	@bash scripts/install_system_deps.sh
+
+venv: $(VENV)/.installed
+
+# One virtualenv for the harness and every Python server: pip resolves all pins
+# together, so a conflict shows at install time, not in the middle of a run.
+$(VENV)/.installed: requirements.txt $(SERVER_REQUIREMENTS)
+	$(PYTHON_BOOTSTRAP) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --disable-pip-version-check -r requirements.txt \
+		$(addprefix -r ,$(SERVER_REQUIREMENTS))
+	touch $@
+
+# Runs each manifest's build step (e.g. cargo build --release); the harness repeats it at
+# the start of every run, where an up-to-date build costs a second.
+build: venv
+	$(PYTHON) run_bench.py build
+
+clean:
+	rm -rf $(VENV) .pytest_cache

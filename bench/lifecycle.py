@@ -1,0 +1,240 @@
+"""A server's life: build it, start it from its manifest, wait until it is the server we
+asked for, watch its resources, stop its whole process group."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import requests
+
+from bench import manifest
+from bench.config import Settings, Variant
+from bench.db import Endpoint
+from bench.provision import port_is_free
+
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "webbench"
+
+
+@contextmanager
+def sigterm_as_interrupt():
+    """A CI job's SIGTERM stops a run the way Ctrl-C does: cleanly, results kept."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class ServerError(RuntimeError):
+    """The server could not be built or started; the message carries its log's tail."""
+
+
+def log_tail(path: Path | None, lines: int = 25) -> str:
+    if path is None:
+        return "(see the output above)"
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def template_values(spec: manifest.ServerSpec, settings: Settings, database: str) -> dict:
+    return {
+        "python": sys.executable, "dir": str(spec.dir), "servers_dir": str(spec.dir.parent),
+        "cache_dir": str(CACHE_DIR), "host": settings.host, "port": str(settings.port),
+        "workers": str(settings.workers), "db": database,
+        "pool_size": str(spec.pool_size(settings.db_connections, settings.workers)),
+    }
+
+
+def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path) -> float:
+    """Run the manifest's build command once; returns seconds taken."""
+    if not spec.build:
+        return 0.0
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    values = template_values(spec, settings, "none")
+    argv = [manifest.expand(a, values) for a in spec.build]
+    start = time.monotonic()
+    with open(log_path, "ab") as log:
+        log.write(f"$ {' '.join(argv)}\n".encode())
+        log.flush()
+        try:
+            code = subprocess.run(argv, cwd=spec.dir, stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL).returncode
+        except FileNotFoundError as exc:
+            raise ServerError(f"build of {spec.id} failed: {exc.filename} is not installed "
+                              f"(`make setup` installs the toolchains)") from exc
+    if code != 0:
+        raise ServerError(f"build of {spec.id} failed (exit {code}); last lines of "
+                          f"{log_path}:\n{log_tail(log_path)}")
+    return time.monotonic() - start
+
+
+@dataclass
+class ResourceSnapshot:
+    cpu_s: float
+    rss_mb: float
+    processes: int
+
+
+class ServerProcess:
+    """One started server (a process group). Use as a context manager: always stopped."""
+
+    def __init__(self, variant: Variant, settings: Settings, endpoint: Endpoint | None,
+                 log_path: Path | None):
+        """`log_path` None: the server writes to this terminal (the `serve` command)."""
+        self.variant, self.settings, self.endpoint, self.log_path = \
+            variant, settings, endpoint, log_path
+        self.spec = variant.server
+        self.proc: subprocess.Popen | None = None
+        self.pool_size = self.spec.pool_size(settings.db_connections, settings.workers)
+        self._tree: dict[int, psutil.Process] = {}
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.settings.host}:{self.settings.port}"
+
+    def environment(self) -> dict[str, str]:
+        values = template_values(self.spec, self.settings, self.variant.database)
+        env = {**os.environ,
+               "BENCH_SERVER_ID": self.spec.id,
+               "BENCH_HOST": self.settings.host, "BENCH_PORT": str(self.settings.port),
+               "BENCH_WORKERS": str(self.settings.workers), "BENCH_TOKEN": self.settings.token,
+               "BENCH_DB": self.variant.database, "BENCH_ORM": "1" if self.variant.orm else "0",
+               "BENCH_DB_POOL_SIZE": str(self.pool_size),
+               "BENCH_DB_POOL_TOTAL": str(self.settings.db_connections),
+               "PYTHONUNBUFFERED": "1"}
+        if self.endpoint is not None:
+            env.update(self.endpoint.server_env())
+        env.update({k: manifest.expand(v, values) for k, v in self.spec.env.items()})
+        return env
+
+    def command(self) -> list[str]:
+        values = template_values(self.spec, self.settings, self.variant.database)
+        return [manifest.expand(a, values) for a in self.spec.start]
+
+    def start(self) -> None:
+        if not port_is_free(self.settings.port, self.settings.host):
+            raise ServerError(f"port {self.settings.port} is busy before starting {self.spec.id}: "
+                              f"another process listens there (choose --port or stop it)")
+        log = open(self.log_path, "ab") if self.log_path else None
+        if log:
+            log.write(f"$ {' '.join(self.command())}\n".encode())
+            log.flush()
+        try:
+            # own process group: stop() can reach every worker the server forks
+            self.proc = subprocess.Popen(self.command(), cwd=self.spec.dir, env=self.environment(),
+                                         stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        except FileNotFoundError as exc:
+            raise ServerError(f"cannot start {self.spec.id}: {exc.filename} not found "
+                              f"(was it built? `make setup` builds every server)") from exc
+        finally:
+            if log:
+                log.close()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, timeout: float | None = None) -> float:
+        """Until GET /ping/ answers as *this* server; a stray process on the port never counts."""
+        timeout = timeout or self.spec.ready_timeout
+        start = time.monotonic()
+        expected = {"server": self.spec.id, "database": self.variant.database,
+                    "orm": self.variant.orm}
+        last = "no answer"
+        with requests.Session() as session:
+            while time.monotonic() - start < timeout:
+                if not self.alive():
+                    raise ServerError(f"{self.spec.id} exited with code {self.proc.returncode} "
+                                      f"before it was ready; last lines of its log:\n"
+                                      f"{log_tail(self.log_path)}")
+                try:
+                    r = session.get(f"{self.base_url}/ping/", timeout=1)
+                    body = r.json() if r.status_code == 200 else None
+                    if body == expected:
+                        return time.monotonic() - start
+                    last = f"HTTP {r.status_code} {r.text[:200]!r}"
+                except (requests.RequestException, ValueError) as exc:
+                    last = type(exc).__name__
+                time.sleep(0.05)
+        raise ServerError(f"{self.spec.id} was not ready after {timeout:.0f}s (GET /ping/ must "
+                          f"answer {expected}; last: {last}); last lines of its log:\n"
+                          f"{log_tail(self.log_path)}")
+
+    def _refresh_tree(self) -> list[psutil.Process]:
+        try:
+            root = psutil.Process(self.proc.pid)
+            for p in [root, *root.children(recursive=True)]:
+                self._tree.setdefault(p.pid, p)
+        except psutil.NoSuchProcess:
+            pass
+        return [p for p in self._tree.values() if p.is_running()]
+
+    def resources(self) -> ResourceSnapshot:
+        """CPU seconds and resident memory of the server's whole process tree."""
+        cpu = rss = 0.0
+        procs = self._refresh_tree() if self.alive() else []
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                cpu += t.user + t.system
+                rss += p.memory_info().rss
+            except psutil.Error:
+                continue
+        return ResourceSnapshot(cpu, rss / 2**20, len(procs))
+
+    def stop(self, grace: float = 5.0) -> float:
+        """SIGTERM the process group, SIGKILL what is left after `grace`; returns seconds."""
+        if self.proc is None:
+            return 0.0
+        start = time.monotonic()
+        self._refresh_tree() if self.alive() else None
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        # workers that left the group, or a leader that exited first, are killed too
+        stragglers = [p for p in self._tree.values() if p.is_running()]
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for p in stragglers:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(stragglers, timeout=2)
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        self._wait_port_free()
+        return time.monotonic() - start
+
+    def _wait_port_free(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not port_is_free(self.settings.port, self.settings.host) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def __enter__(self) -> "ServerProcess":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,300 @@
+"""Load generation with wrk (4.x, LuaJIT).
+
+One Lua script per test lives in ``wrk_scripts/`` (plus the shared
+``common.lua``). The scripts never define ``response()`` (that would make wrk
+hand every response to Lua and slow the client down); each wrk thread
+pre-formats a pool of requests in ``init()`` and ``request()`` just returns
+them in turn. The shared ``done()`` prints exactly one machine-readable line,
+``WRK_JSON {...}``, which is all this module parses -- wrk's human-readable
+report is never parsed.
+
+Public API::
+
+    LoadSettings, LoadResult, LoadError
+    TEST_SCRIPTS, SCRIPTS_DIR, script_for(test)
+    require_wrk(), wrk_version()
+    wrk_command(test, base_url, settings, duration_s=None) -> list[str]
+    parse_wrk_output(stdout, stderr="") -> dict
+    run_wrk(test, base_url, settings, duration_s=None) -> LoadResult
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCRIPTS_DIR = (Path(__file__).resolve().parent.parent / "wrk_scripts").resolve()
+
+# test name (as in the contract and the result tables) -> Lua script
+TEST_SCRIPTS: dict[str, str] = {
+    "get user": "get_user.lua",
+    "update user": "update_user.lua",
+    "plain": "plain.lua",
+    "to json": "to_json.lua",
+}
+
+JSON_MARKER = "WRK_JSON "
+INSTALL_HINT = ("wrk is not installed (or not on PATH): install it with "
+                "`sudo apt-get install wrk` (Debian/Ubuntu) or `brew install wrk` (macOS)")
+LATENCY_KEYS = ("min", "mean", "stdev", "max", "p50", "p75", "p90", "p99", "p99_9")
+ERROR_KEYS = ("connect", "read", "write", "status", "timeout")
+KILL_GRACE_S = 30.0   # run_wrk gives wrk duration + this much wall time
+_TAIL_CHARS = 2000
+
+
+class LoadError(RuntimeError):
+    """wrk is missing, failed, hung, or produced no WRK_JSON summary."""
+
+
+@dataclass
+class LoadSettings:
+    threads: int
+    connections: int
+    duration_s: float
+    timeout_s: float = 5.0
+    seed: int = 1
+    token: str = "hardcoded_token"
+
+    def __post_init__(self) -> None:
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
+        if self.connections < self.threads:
+            # wrk itself refuses this ("number of connections must be >= threads")
+            raise ValueError(f"connections ({self.connections}) must be >= threads ({self.threads})")
+        if not self.duration_s > 0:
+            raise ValueError(f"duration_s must be > 0, got {self.duration_s}")
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if not self.token or any(c in self.token for c in "\r\n \t"):
+            raise ValueError("token must be a non-empty string without whitespace")
+
+
+@dataclass
+class LoadResult:
+    command: list[str]
+    summary: dict            # parse_wrk_output(stdout)
+    client_cpu_s: float      # user + sys CPU of the wrk process (os.wait4 rusage)
+    wall_s: float
+    exit_code: int
+    stderr_tail: str = ""
+    raw: dict = field(default_factory=dict)   # the WRK_JSON object as wrk's Lua printed it
+
+    @property
+    def client_cpu_fraction(self) -> float:
+        """client CPU seconds per wall second (1.0 == one core fully busy)."""
+        return self.client_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def script_for(test: str) -> Path:
+    """Absolute path of the wrk script for a contract test name (e.g. "get user")."""
+    try:
+        name = TEST_SCRIPTS[test]
+    except KeyError:
+        raise ValueError(f"unknown test {test!r}; known: {', '.join(TEST_SCRIPTS)}") from None
+    return SCRIPTS_DIR / name
+
+
+def require_wrk() -> str:
+    """Path of the wrk binary, or LoadError with an install hint."""
+    path = shutil.which("wrk")
+    if not path:
+        raise LoadError(INSTALL_HINT)
+    return path
+
+
+def wrk_version() -> str:
+    """First line of `wrk -v`, e.g. 'wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer'."""
+    wrk = require_wrk()
+    # `wrk -v` prints the version and usage and exits with status 1
+    proc = subprocess.run([wrk, "-v"], capture_output=True, text=True, timeout=10)
+    for line in (proc.stdout + "\n" + proc.stderr).splitlines():
+        if line.strip().startswith("wrk "):
+            return line.strip()
+    raise LoadError(f"cannot read wrk version from `wrk -v`: {_tail(proc.stdout + proc.stderr)}")
+
+
+def _whole_seconds(value: float) -> int:
+    # wrk only accepts whole seconds for -d and --timeout ("1.5s" is a usage error)
+    return max(1, math.ceil(value - 1e-9))
+
+
+def wrk_command(test: str, base_url: str, settings: LoadSettings,
+                duration_s: float | None = None) -> list[str]:
+    """argv for one wrk run: wrk -t -c -d --timeout --latency -s <script> <url> -- <token> <seed>.
+
+    `duration_s` defaults to settings.duration_s (pass e.g. a warm-up duration);
+    durations and the timeout are rounded up to whole seconds, as wrk requires.
+    """
+    if not base_url.startswith(("http://", "https://")):
+        raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+    duration = settings.duration_s if duration_s is None else duration_s
+    if not duration > 0:
+        raise ValueError(f"duration_s must be > 0, got {duration}")
+    return [
+        "wrk",
+        "-t", str(settings.threads),
+        "-c", str(settings.connections),
+        "-d", f"{_whole_seconds(duration)}s",
+        "--timeout", f"{_whole_seconds(settings.timeout_s)}s",
+        "--latency",
+        "-s", str(script_for(test)),
+        base_url.rstrip("/"),
+        "--", settings.token, str(int(settings.seed)),
+    ]
+
+
+def _tail(text: str, limit: int = _TAIL_CHARS) -> str:
+    text = (text or "").rstrip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _num(value, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise LoadError(f"WRK_JSON: {what} is not a number: {value!r}")
+    return value
+
+
+def _find_json(stdout: str, stderr: str = "") -> dict:
+    line = None
+    for candidate in (stdout or "").splitlines():
+        if candidate.startswith(JSON_MARKER):
+            line = candidate  # the last one wins
+    if line is None:
+        raise LoadError(
+            "wrk printed no WRK_JSON summary line (did the Lua script fail, or did wrk "
+            "exit early, e.g. 'unable to connect'?)\n"
+            f"--- stdout (tail) ---\n{_tail(stdout)}\n--- stderr (tail) ---\n{_tail(stderr)}")
+    try:
+        data = json.loads(line[len(JSON_MARKER):])
+    except json.JSONDecodeError as exc:
+        raise LoadError(f"malformed WRK_JSON line ({exc}): {_tail(line, 500)}") from None
+    if not isinstance(data, dict):
+        raise LoadError(f"WRK_JSON is not an object: {_tail(line, 500)}")
+    return data
+
+
+def _normalise(data: dict) -> dict:
+    try:
+        requests = int(_num(data["requests"], "requests"))
+        duration_us = _num(data["duration_us"], "duration_us")
+        nbytes = int(_num(data["bytes"], "bytes"))
+        raw_errors = data["errors"]
+        raw_latency = data["latency_us"]
+    except (KeyError, TypeError) as exc:
+        raise LoadError(f"WRK_JSON lacks a field: {exc!r}; got keys {sorted(data)}") from None
+    duration_s = (duration_us or 0) / 1e6
+    errors = {k: int(_num(raw_errors.get(k, 0), f"errors.{k}") or 0) for k in ERROR_KEYS}
+    errors["total"] = sum(errors[k] for k in ERROR_KEYS)
+    latency_ms = {}
+    for k in LATENCY_KEYS:
+        v = _num(raw_latency.get(k), f"latency_us.{k}")
+        latency_ms[k] = None if (v is None or requests == 0) else v / 1000.0
+    return {
+        "requests": requests,
+        "duration_s": duration_s,
+        "requests_per_sec": requests / duration_s if duration_s > 0 else 0.0,
+        "bytes": nbytes,
+        "latency_ms": latency_ms,
+        "errors": errors,
+    }
+
+
+def parse_wrk_output(stdout: str, stderr: str = "") -> dict:
+    """The normalised summary from wrk's stdout (only the `WRK_JSON {...}` line is read).
+
+    Returns {"requests", "duration_s", "requests_per_sec", "bytes",
+             "latency_ms": {min, mean, stdev, max, p50, p75, p90, p99, p99_9} (None if no requests),
+             "errors": {connect, read, write, status, timeout, total}}.
+    Raises LoadError (with the tails of stdout/stderr) when there is no such line.
+    """
+    return _normalise(_find_json(stdout, stderr))
+
+
+def _kill(proc: subprocess.Popen) -> tuple[int, float]:
+    """Stop wrk (SIGINT makes it stop early; then SIGKILL) and reap it: (status, cpu_s)."""
+    try:
+        for sig, wait_s in ((signal.SIGINT, 2.0), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                    return proc.returncode, rusage.ru_utime + rusage.ru_stime
+                time.sleep(0.02)
+    finally:
+        if proc.returncode is None:   # interrupted again, or wrk ignores signals: SIGKILL, reap
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(ChildProcessError):
+                _, status, rusage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode if proc.returncode is not None else -9, 0.0
+
+
+def run_wrk(test: str, base_url: str, settings: LoadSettings,
+            duration_s: float | None = None) -> LoadResult:
+    """Run wrk for one test and return its parsed summary and client CPU usage.
+
+    Raises LoadError if wrk is missing, exceeds duration + 30 s, or prints no WRK_JSON
+    line (e.g. "unable to connect" when nothing listens at base_url). A run that has
+    errors (connect/status/...) is NOT an exception: look at summary["errors"].
+    On KeyboardInterrupt wrk is killed and the interrupt re-raised.
+    """
+    wrk = require_wrk()
+    command = wrk_command(test, base_url, settings, duration_s)
+    argv = [wrk] + command[1:]
+    duration = _whole_seconds(settings.duration_s if duration_s is None else duration_s)
+    env = dict(os.environ, BENCH_WRK_SCRIPTS_DIR=str(SCRIPTS_DIR))
+
+    with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
+        start = time.monotonic()
+        # own session: a terminal Ctrl-C reaches us only, and we decide what wrk gets
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                env=env, start_new_session=True)
+        deadline = start + duration + KILL_GRACE_S
+        timed_out = False
+        try:
+            while True:
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    proc.returncode = exit_code = os.waitstatus_to_exitcode(status)
+                    cpu_s = rusage.ru_utime + rusage.ru_stime
+                    break
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    exit_code, cpu_s = _kill(proc)
+                    break
+                time.sleep(0.05)
+        except BaseException:   # KeyboardInterrupt included: never leave wrk running
+            if proc.returncode is None:
+                _kill(proc)
+            raise
+        wall_s = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+
+    if timed_out:
+        raise LoadError(
+            f"wrk did not finish within {duration + KILL_GRACE_S:.0f} s and was killed: "
+            f"{' '.join(command)}\n--- stdout (tail) ---\n{_tail(stdout)}\n"
+            f"--- stderr (tail) ---\n{_tail(stderr)}")
+    try:
+        data = _find_json(stdout, stderr)
+    except LoadError as exc:
+        raise LoadError(f"wrk exited with status {exit_code}: {' '.join(command)}\n{exc}") from None
+    return LoadResult(command=argv, summary=_normalise(data), client_cpu_s=cpu_s,
+                      wall_s=wall_s, exit_code=exit_code, stderr_tail=_tail(stderr), raw=data)

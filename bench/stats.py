@@ -1,0 +1,77 @@
+"""Judging one measured run: error rate, Little's law, a saturated load generator.
+
+Pure functions of the stored figures, so they are unit-tested on numbers alone and can
+be re-applied to old results.
+"""
+from __future__ import annotations
+
+# Little's law: with a closed loop of C connections, C ~= throughput x mean latency.
+# When the measured latency explains much less than that, the missing time is spent
+# outside the server (in the client, between requests): the client is the bottleneck.
+LITTLE_FACTOR = 1.5
+# wrk threads busy above this share of their CPU time means wrk, not the server, set the pace.
+CLIENT_SATURATION = 0.90
+
+
+def error_rate(summary: dict) -> float:
+    """Errors of every kind (connect, read, write, timeout, non-2xx/3xx) per request sent."""
+    errors = summary["errors"]["total"]
+    attempts = max(summary["requests"], 1)
+    return errors / attempts
+
+
+def describe_errors(summary: dict) -> str:
+    parts = [f"{k} {v}" for k, v in summary["errors"].items() if k != "total" and v]
+    return ", ".join(parts) or "none"
+
+
+def littles_law_ratio(summary: dict, connections: int) -> float | None:
+    """throughput x mean latency / connections: ~1 when the server sets the pace."""
+    rps, mean_ms = summary["requests_per_sec"], summary["latency_ms"]["mean"]
+    if not rps or mean_ms is None or connections <= 0:
+        return None
+    return rps * (mean_ms / 1000.0) / connections
+
+
+def client_utilisation(client_cpu_s: float, wall_s: float, threads: int) -> float | None:
+    """Share of the wrk threads' available CPU they used (1.0 = every thread always busy)."""
+    if wall_s <= 0 or threads <= 0:
+        return None
+    return client_cpu_s / (wall_s * threads)
+
+
+def judge(summary: dict, *, connections: int, threads: int, client_cpu_s: float,
+          wall_s: float, threshold: float) -> tuple[bool, str | None, list[str], dict]:
+    """(valid, reason if invalid, warnings, figures) for one measured run."""
+    warnings: list[str] = []
+    rate = error_rate(summary)
+    ratio = littles_law_ratio(summary, connections)
+    util = client_utilisation(client_cpu_s, wall_s, threads)
+    figures = {"error_rate": rate, "littles_law_ratio": ratio, "client_cpu_utilisation": util}
+
+    valid, reason = True, None
+    if summary["requests"] == 0:
+        valid, reason = False, "no request completed"
+    elif rate > threshold:
+        valid = False
+        reason = (f"{rate:.2%} of requests failed (threshold {threshold:.2%}): "
+                  f"{describe_errors(summary)}")
+    elif summary["errors"]["total"]:
+        warnings.append(f"{summary['errors']['total']} errors ({rate:.3%}, under the "
+                        f"{threshold:.2%} threshold): {describe_errors(summary)}")
+
+    client_bound = False
+    if util is not None and util >= CLIENT_SATURATION:
+        client_bound = True
+        warnings.append(f"client-bound: wrk used {util:.0%} of its {threads} thread(s)' CPU; "
+                        f"the load generator, not the server, may set this figure")
+    if ratio is not None and ratio < 1 / LITTLE_FACTOR:
+        client_bound = True
+        warnings.append(f"client-bound: throughput x mean latency explains only {ratio:.0%} of "
+                        f"the {connections} connections (Little's law, factor {LITTLE_FACTOR}); "
+                        f"time is lost outside the server")
+    elif ratio is not None and ratio > LITTLE_FACTOR:
+        warnings.append(f"Little's law mismatch: throughput x mean latency is {ratio:.1f}x the "
+                        f"{connections} connections; latency figures may include queueing in wrk")
+    figures["client_bound"] = client_bound
+    return valid, reason, warnings, figures

@@ -1,0 +1,573 @@
+"""Verification: does a running server answer what the contract says, before we time it?
+
+A requests/second figure from a server that returns wrong rows, ignores the token or
+does twice the database work is worth nothing, so every case is verified first.
+Every answer is compared with the truth computed by `bench.dataset.expected_user`,
+never with what the (possibly corrupted) database holds. Every check group runs even
+after an earlier one failed, so one report lists every problem at once.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+import secrets
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Callable
+
+import requests
+
+from bench import db, querycount
+from bench.dataset import ROW_COUNT, expected_user
+from bench.db import Endpoint
+
+USER_KEYS = ("user_id", "username", "email", "created_at", "updated_at", "is_archived")
+FIXED_IDS = (1, 10, 42, 9999, 10000)
+RANDOM_IDS = 3
+MISSING_IDS = ("0", str(ROW_COUNT + 1), "99999999999", "abc", "-1")
+NOISE = 0.05                 # counts may be off by 5% of the burst (server-wide counters)
+TX_TOLERANCE = 3             # BEGIN/COMMIT/ROLLBACK/SAVEPOINT/SET per request, ORM variants
+MEASURE_ATTEMPTS = 3         # a too-high count is re-measured: other clients only add noise
+RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+MAX_DETAIL = 600
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    detail: str = ""
+    severity: str = "error"          # "warning" never fails verification
+
+
+@dataclass
+class Report:
+    server_id: str
+    database: str
+    orm: bool
+    checks: list[Check] = field(default_factory=list)
+    queries: dict = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed and c.severity == "error"]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def reason(self) -> str:
+        """One short line: the first failure, or "" when verification passed."""
+        if self.passed:
+            return ""
+        first = self.failures[0]
+        more = len(self.failures) - 1
+        text = f"{first.name}: {first.detail}".replace("\n", " ")
+        text = text if len(text) <= 160 else text[:157] + "..."
+        return text + (f" (+{more} more failed check{'s' * (more > 1)})" if more else "")
+
+    def to_dict(self) -> dict:
+        return {"server_id": self.server_id, "database": self.database, "orm": self.orm,
+                "passed": self.passed, "reason": self.reason,
+                "checks": [asdict(c) for c in self.checks], "queries": self.queries}
+
+    def summary_text(self) -> str:
+        failed, warned = len(self.failures), sum(
+            1 for c in self.checks if not c.passed and c.severity == "warning")
+        head = (f"verification of {self.server_id} (database={self.database}, orm={self.orm}): "
+                f"{'PASSED' if self.passed else 'FAILED'} - {len(self.checks)} checks, "
+                f"{failed} failed, {warned} warning{'s' * (warned != 1)}")
+        lines = [head]
+        for c in self.checks:
+            mark = "ok  " if c.passed else ("FAIL" if c.severity == "error" else "warn")
+            lines.append(f"  {mark} {c.name}" + (f": {c.detail}" if c.detail else ""))
+        for test, q in self.queries.items():
+            if isinstance(q, dict) and "per_request" in q:
+                per = ", ".join(f"{k} {v}" for k, v in q["per_request"].items())
+                lines.append(f"  queries per request, {test} ({q['method']}): {per}")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- HTTP
+
+class Client:
+    """One requests.Session; transport errors become values, never exceptions.
+
+    After three transport failures in a row the server is taken for dead and further
+    requests fail at once instead of each waiting for its timeout."""
+
+    def __init__(self, base_url: str, token: str, timeout: float):
+        self.base = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.session = requests.Session()
+        self.transport_failures = 0
+
+    def request(self, method: str, path: str, *, token: str | None = "default",
+                data: bytes | str | None = None, json_body=None) -> tuple[requests.Response | None, str]:
+        if self.transport_failures >= 3:
+            return None, f"{method} {path}: skipped, the server stopped answering"
+        headers = {}
+        token = self.token if token == "default" else token
+        if token is not None:
+            headers["token"] = token
+        if json_body is not None:
+            data, headers["Content-Type"] = json.dumps(json_body), "application/json"
+        elif data is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            resp = self.session.request(method, self.base + path, headers=headers, data=data,
+                                        timeout=self.timeout, allow_redirects=False)
+        except requests.RequestException as exc:
+            self.transport_failures += 1
+            return None, f"{method} {path}: no answer ({type(exc).__name__}: {str(exc)[:120]})"
+        self.transport_failures = 0
+        return resp, ""
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def media_type(resp: requests.Response) -> str:
+    return resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
+
+
+def json_of(resp: requests.Response):
+    try:
+        return json.loads(resp.content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def status_problem(label: str, resp, error: str, expected: tuple[int, ...]) -> str:
+    """'' if resp has one of the expected statuses, else a message."""
+    if resp is None:
+        return error
+    if resp.status_code in expected:
+        return ""
+    want = " or ".join(map(str, expected))
+    extra = " (a 5xx is never allowed)" if resp.status_code >= 500 else ""
+    return f"{label}: status {resp.status_code}, expected {want}{extra}"
+
+
+def error_body_problem(label: str, resp) -> str:
+    body = json_of(resp)
+    if not (isinstance(body, dict) and isinstance(body.get("error"), str)):
+        return f"{label}: body {short(resp.content)} is not JSON {{\"error\": \"...\"}}"
+    return ""
+
+
+def make_check(name: str, problems: list[str], ok_detail: str = "", severity: str = "error") -> Check:
+    problems = [p for p in problems if p]
+    if not problems:
+        return Check(name, True, ok_detail, severity)
+    detail = "; ".join(problems)
+    if len(detail) > MAX_DETAIL:
+        detail = detail[:MAX_DETAIL - 3] + "..."
+    return Check(name, False, detail, severity)
+
+
+# ------------------------------------------------------------------ user objects
+
+def parse_stamp(value) -> tuple[datetime | None, str]:
+    if not isinstance(value, str) or not RFC3339.match(value):
+        return None, f"{short(value)} is not RFC 3339 with an explicit offset"
+    text = value[:-1] + "+00:00" if value[-1] in "Zz" else value
+    try:
+        return datetime.fromisoformat(text.replace("t", "T")), ""
+    except ValueError as exc:
+        return None, f"{short(value)} does not parse ({exc})"
+
+
+def user_problems(label: str, body, uid: int, *, skip: tuple[str, ...] = ()) -> list[str]:
+    """Differences between a JSON user object and the contract's row for `uid`."""
+    if not isinstance(body, dict):
+        return [f"{label}: body is not a JSON object: {short(body)}"]
+    problems = []
+    keys = set(body)
+    if keys != set(USER_KEYS):
+        missing, extra = set(USER_KEYS) - keys, keys - set(USER_KEYS)
+        problems.append(f"{label}: keys differ (missing {sorted(missing)}, extra {sorted(extra)})")
+    expected = expected_user(uid)
+    for key in USER_KEYS:
+        if key in skip or key not in body:
+            continue
+        got, want = body[key], getattr(expected, key)
+        if key in ("created_at", "updated_at"):
+            stamp, err = parse_stamp(got)
+            if err:
+                problems.append(f"{label}: {key} {err}")
+            elif stamp != want:
+                problems.append(f"{label}: {key} {got!r} != expected {want.isoformat()!r}")
+            continue
+        right_type = {"user_id": type(got) is int, "is_archived": type(got) is bool,
+                      "username": isinstance(got, str),
+                      "email": got is None or isinstance(got, str)}[key]
+        if not right_type:
+            problems.append(f"{label}: {key} has type {type(got).__name__} ({short(got)})")
+        elif got != want:
+            problems.append(f"{label}: {key} {short(got)} != expected {short(want)}")
+    return problems
+
+
+# -------------------------------------------------------------------- the checks
+
+def check_ping(c: Client, server_id: str, database: str, orm: bool) -> list[Check]:
+    resp, err = c.request("GET", "/ping/", token=None)
+    problems = [status_problem("GET /ping/", resp, err, (200,))]
+    if resp is not None and resp.status_code == 200:
+        body = json_of(resp)
+        want = {"server": server_id, "database": database, "orm": orm}
+        if not isinstance(body, dict):
+            problems.append(f"GET /ping/: body {short(resp.content)} is not a JSON object")
+        else:
+            for key, value in want.items():
+                if body.get(key) != value or type(body.get(key)) is not type(value):
+                    problems.append(f"GET /ping/: {key} {short(body.get(key))} != expected {value!r}")
+    return [make_check("ping", problems)]
+
+
+def check_get_users(c: Client, rng: random.Random) -> list[Check]:
+    ids = list(FIXED_IDS) + rng.sample(range(2, ROW_COUNT), RANDOM_IDS)
+    checks = []
+    for uid in ids:
+        label = f"GET /user/{uid}/"
+        resp, err = c.request("GET", f"/user/{uid}/")
+        problems = [status_problem(label, resp, err, (200,))]
+        if resp is not None and resp.status_code == 200:
+            if media_type(resp) != "application/json":
+                problems.append(f"{label}: Content-Type {resp.headers.get('Content-Type')!r}, "
+                                "expected application/json")
+            problems += user_problems(label, json_of(resp), uid)
+        checks.append(make_check(f"get user {uid}", problems))
+    return checks
+
+
+def check_update(c: Client, ep: Endpoint, rng: random.Random) -> list[Check]:
+    """PATCH changes the row: in the answer, in a later GET and in the database itself."""
+    uid = rng.randrange(2, ROW_COUNT)
+    label = f"PATCH /user/{uid}/"
+    before = expected_user(uid)
+    new = {"username": f"verify_{secrets.token_hex(5)}", "email": f"{secrets.token_hex(5)}@verify.example"}
+    resp, err = c.request("PATCH", f"/user/{uid}/", json_body=new)
+    answer = [status_problem(label, resp, err, (200,))]
+    answered_at = None
+    if resp is not None and resp.status_code == 200:
+        body = json_of(resp)
+        answer += user_problems(label, body, uid, skip=("username", "email", "updated_at"))
+        if isinstance(body, dict):
+            for key in ("username", "email"):
+                if body.get(key) != new[key]:
+                    answer.append(f"{label}: answered {key} {short(body.get(key))}, sent {new[key]!r}")
+            answered_at, stamp_err = parse_stamp(body.get("updated_at"))
+            if stamp_err:
+                answer.append(f"{label}: updated_at {stamp_err}")
+            elif answered_at <= before.updated_at:
+                answer.append(f"{label}: updated_at {body['updated_at']} not later than before "
+                              f"({before.updated_at.isoformat()})")
+    got, err = c.request("GET", f"/user/{uid}/")
+    if got is not None and got.status_code == 200 and isinstance(json_of(got), dict):
+        if {k: json_of(got).get(k) for k in new} != new:
+            answer.append(f"GET /user/{uid}/ after PATCH: still answers "
+                          f"{short(json_of(got).get('username'))}, not the new username")
+    stored = stored_problems(ep, uid, new, before.updated_at, answered_at)
+    db.restore(ep)
+    return [make_check("update user answer", answer, f"user {uid}"),
+            make_check("update user stored", stored, f"user {uid}, read back from {ep.engine}")]
+
+
+def stored_problems(ep: Endpoint, uid: int, new: dict, old_stamp: datetime,
+                    answered_at: datetime | None) -> list[str]:
+    rows = db.fetch_users(ep, "user_id = %s", (uid,))
+    if len(rows) != 1:
+        return [f"user {uid}: {len(rows)} rows in the database after PATCH"]
+    row, problems = rows[0], []
+    for key in ("username", "email"):
+        if getattr(row, key) != new[key]:
+            problems.append(f"database row {uid}: {key} {short(getattr(row, key))} != sent {new[key]!r}")
+    if row.updated_at <= old_stamp:
+        problems.append(f"database row {uid}: updated_at {row.updated_at.isoformat()} did not move forward")
+    if answered_at is not None and abs(answered_at - row.updated_at) >= timedelta(seconds=1):
+        problems.append(f"database row {uid}: updated_at {row.updated_at.isoformat()} differs from "
+                        f"the answered {answered_at.isoformat()} (must answer the row as stored)")
+    return problems
+
+
+def token_targets(database: str) -> list[tuple[str, str, dict | None]]:
+    targets = [("GET", "/plain/?param1=a&param2=b&param3=c", None),
+               ("GET", "/to_json/?param1=a&param2=b&param3=c", None)]
+    if database != "none":
+        targets = [("GET", "/user/1/", None),
+                   ("PATCH", "/user/1/", {"username": "token_check", "email": "t@verify.example"})] + targets
+    return targets
+
+
+def check_tokens(c: Client, database: str) -> list[Check]:
+    checks = []
+    for name, token in (("token missing", None), ("token wrong", c.token + "_wrong")):
+        problems = []
+        for method, path, body in token_targets(database):
+            resp, err = c.request(method, path, token=token, json_body=body)
+            label = f"{method} {path.split('?')[0]} with {'no' if token is None else 'a wrong'} token"
+            problem = status_problem(label, resp, err, (401,))
+            problems.append(problem or error_body_problem(label, resp))
+        checks.append(make_check(name, problems, "401 on every endpoint but /ping/"))
+    return checks
+
+
+def check_missing_users(c: Client) -> list[Check]:
+    problems = []
+    for uid in MISSING_IDS:
+        label = f"GET /user/{uid}/"
+        resp, err = c.request("GET", f"/user/{uid}/")
+        problems.append(status_problem(label, resp, err, (404,)) or error_body_problem(label, resp))
+    label = f"PATCH /user/{ROW_COUNT + 1}/"
+    resp, err = c.request("PATCH", f"/user/{ROW_COUNT + 1}/",
+                          json_body={"username": "nobody", "email": "n@verify.example"})
+    patch = status_problem(label, resp, err, (404,)) or error_body_problem(label, resp)
+    return [make_check("missing user", problems, "404 for " + ", ".join(MISSING_IDS)),
+            make_check("update missing user", [patch], "404")]
+
+
+MALFORMED_BODIES: list[tuple[str, str]] = [
+    ("not JSON", "not json"),
+    ("empty body", ""),
+    ("a JSON array", "[]"),
+    ("an empty object", "{}"),
+    ("no email", json.dumps({"username": "x"})),
+    ("no username", json.dumps({"email": "x@verify.example"})),
+    ("username a number", json.dumps({"username": 1, "email": "x@verify.example"})),
+    ("email a number", json.dumps({"username": "x", "email": 2})),
+    ("username null", json.dumps({"username": None, "email": "x@verify.example"})),
+    ("email null", json.dumps({"username": "x", "email": None})),
+    ("username a list", json.dumps({"username": ["x"], "email": "x@verify.example"})),
+    ("empty username", json.dumps({"username": "", "email": "x@verify.example"})),
+    ("300-char username", json.dumps({"username": "u" * 300, "email": "x@verify.example"})),
+]
+
+
+def check_malformed_patch(c: Client) -> list[Check]:
+    problems = []
+    for what, body in MALFORMED_BODIES:
+        label = f"PATCH /user/1/ with {what}"
+        resp, err = c.request("PATCH", "/user/1/", data=body.encode())
+        problems.append(status_problem(label, resp, err, (400, 422)) or error_body_problem(label, resp))
+    return [make_check("malformed update body", problems,
+                       f"400/422 with a JSON error for {len(MALFORMED_BODIES)} bodies")]
+
+
+# (query string, expected param1..3, check name, severity)
+QUERY_CASES = [
+    ("param1=a&param2=b&param3=c", ("a", "b", "c"), "", "error"),
+    ("param1=a%20b&param2=%C3%A9t%C3%A9&param3=%26%3D%2C", ("a b", "été", "&=,"), " decoding", "error"),
+    ("param1=a&param3=c", ("a", None, "c"), " missing param", "error"),
+    ("param1=x+y&param2=b&param3=c", ("x y", "b", "c"), " plus as space", "warning"),
+]
+
+
+def check_plain(c: Client) -> list[Check]:
+    checks = []
+    for query, values, suffix, severity in QUERY_CASES:
+        label = f"GET /plain/?{query}"
+        want = ", ".join(f"param{i}={v or ''}" for i, v in enumerate(values, 1))
+        resp, err = c.request("GET", f"/plain/?{query}")
+        problems = [status_problem(label, resp, err, (200,))]
+        if resp is not None and resp.status_code == 200:
+            if media_type(resp) != "text/plain":
+                problems.append(f"{label}: Content-Type {resp.headers.get('Content-Type')!r}, expected text/plain")
+            body = resp.content.decode("utf-8", "replace")
+            if body != want:
+                problems.append(f"{label}: body {short(body, 80)} != expected {want!r}")
+        checks.append(make_check("plain" + suffix, problems, severity=severity))
+    return checks
+
+
+def check_to_json(c: Client) -> list[Check]:
+    checks = []
+    for query, values, suffix, severity in QUERY_CASES:
+        label = f"GET /to_json/?{query}"
+        want = {f"param{i}": v for i, v in enumerate(values, 1)}
+        resp, err = c.request("GET", f"/to_json/?{query}")
+        problems = [status_problem(label, resp, err, (200,))]
+        if resp is not None and resp.status_code == 200:
+            if media_type(resp) != "application/json":
+                problems.append(f"{label}: Content-Type {resp.headers.get('Content-Type')!r}, "
+                                "expected application/json")
+            body = json_of(resp)
+            if body != want:
+                problems.append(f"{label}: body {short(body, 80)} != expected {want!r}")
+        checks.append(make_check("to_json" + suffix, problems, severity=severity))
+    return checks
+
+
+def check_no_database(c: Client) -> list[Check]:
+    problems = []
+    for method, body in (("GET", None), ("PATCH", {"username": "x", "email": "x@verify.example"})):
+        label = f"{method} /user/1/ without a database"
+        resp, err = c.request(method, "/user/1/", json_body=body)
+        problems.append(status_problem(label, resp, err, (404,)) or error_body_problem(label, resp))
+    return [make_check("user endpoints without database", problems, "404")]
+
+
+# ------------------------------------------------------------- work per request
+
+def get_burst(c: Client, n: int, rng: random.Random, failures: list[str]) -> Callable[[], int]:
+    def run() -> int:
+        for _ in range(n):
+            uid = rng.randint(1, ROW_COUNT)
+            resp, err = c.request("GET", f"/user/{uid}/")
+            if resp is None or resp.status_code != 200:
+                failures.append(err or f"GET /user/{uid}/: status {resp.status_code}")
+        return n
+    return run
+
+
+def update_burst(c: Client, n: int, rng: random.Random, failures: list[str]) -> Callable[[], int]:
+    def run() -> int:
+        for _ in range(n):
+            uid = rng.randint(1, ROW_COUNT)
+            body = {"username": f"burst_{secrets.token_hex(4)}", "email": f"{secrets.token_hex(4)}@verify.example"}
+            resp, err = c.request("PATCH", f"/user/{uid}/", json_body=body)
+            if resp is None or resp.status_code != 200:
+                failures.append(err or f"PATCH /user/{uid}/: status {resp.status_code}")
+        return n
+    return run
+
+
+# allowed statements per request: (min, max) for SELECT and UPDATE
+ALLOWED = {"get user": {"select": (1, 1), "update": (0, 0)},
+           "update user": {"select": (0, 1), "update": (1, 1)}}
+
+
+def count_problems(test: str, per: querycount.Counts, orm: bool) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for one measured test, with NOISE slack either way."""
+    errors, warnings = [], []
+    for kind, (low, high) in ALLOWED[test].items():
+        value = getattr(per, kind)
+        allows = f"{low}" if low == high else f"{low} to {high}"
+        if value > high + NOISE:
+            errors.append(f"does {round(value, 2)} {kind.upper()} per {test}, contract allows {allows}")
+        elif value < low - NOISE:
+            errors.append(f"does {round(value, 2)} {kind.upper()} per {test}, contract requires {allows} "
+                          "(answers without asking the database?)")
+    tx = per.transaction
+    if tx is not None and tx > TX_TOLERANCE + NOISE:
+        errors.append(f"does {round(tx, 2)} transaction statements per {test}, tolerance {TX_TOLERANCE}")
+    elif tx is not None and not orm and tx > NOISE:
+        warnings.append(f"raw driver does {round(tx, 2)} transaction statements per {test} "
+                        f"(tolerated up to {TX_TOLERANCE})")
+    return errors, warnings
+
+
+def measure_test(counter, make_burst: Callable[[list[str]], Callable[[], int]],
+                 test: str, orm: bool) -> tuple[querycount.Window, list[str], list[str], int]:
+    """Measure; re-measure up to MEASURE_ATTEMPTS times while the count looks too high or
+    the counters went backwards (other clients of the database server only ever add)."""
+    best, failures, attempts = None, [], 0
+    for attempts in range(1, MEASURE_ATTEMPTS + 1):
+        failures.clear()
+        window = querycount.measure(counter, make_burst(failures))
+        if failures:                       # requests failed: the count means nothing
+            return window, failures, attempts
+        if not window.valid:               # counters reset meanwhile: measure again
+            continue
+        if best is None or window.totals.total() < best.totals.total():
+            best = window
+        errors, _ = count_problems(test, best.per_request(), orm)
+        if not errors or any("requires" in e for e in errors):   # too few is never noise
+            break
+    if best is None:
+        best = window
+    return best, failures, attempts
+
+
+def check_query_counts(c: Client, ep: Endpoint, orm: bool, burst: int,
+                       rng: random.Random, report: Report) -> list[Check]:
+    counter = querycount.open_counter(ep)
+    checks = []
+    try:
+        report.queries["method"] = counter.method
+        for test, maker in (("get user", get_burst), ("update user", update_burst)):
+            window, failures, attempts = measure_test(
+                counter, lambda f, m=maker: m(c, burst, rng, f), test, orm)
+            report.queries[test] = dict(window.to_dict(), attempts=attempts)
+            checks.append(count_check(test, window, failures, attempts, orm))
+            if test == "update user":
+                db.restore(ep)
+    finally:
+        counter.close()
+    return checks
+
+
+def count_check(test: str, window: querycount.Window, failures: list[str], attempts: int,
+                orm: bool) -> Check:
+    name = f"queries per {test}"
+    per = window.per_request()
+    measured = (f"{round(per.select, 2)} SELECT, {round(per.update, 2)} UPDATE, "
+                + ("? " if per.transaction is None else f"{round(per.transaction, 2)} ")
+                + f"transaction statements per request over {window.requests} requests "
+                f"({window.method}; tolerance ±{NOISE:.0%} of the burst, transaction statements "
+                f"up to {TX_TOLERANCE}/request"
+                + (f"; best of {attempts} attempts" if attempts > 1 else "") + ")")
+    if failures:
+        return Check(name, False, f"{len(failures)} of {window.requests} burst requests failed, "
+                                  f"first: {failures[0]}")
+    if not window.valid:
+        return Check(name, False, "database counters went backwards during the burst "
+                                  "(reset by someone else?); cannot count")
+    errors, warnings = count_problems(test, per, orm)
+    if errors:
+        return Check(name, False, "; ".join(errors) + f" [{measured}]")
+    if warnings:
+        return Check(name, False, "; ".join(warnings) + f" [{measured}]", "warning")
+    return Check(name, True, measured + (f"; {window.note}" if window.method == "pg_stat_database" else ""))
+
+
+# ------------------------------------------------------------------- entry point
+
+def guarded(name: str, fn: Callable[[], list[Check]]) -> list[Check]:
+    """A harness-side error (database down, bug) fails its group, not the whole run."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001
+        return [Check(name, False, f"harness error: {type(exc).__name__}: {str(exc)[:200]}")]
+
+
+def verify_server(base_url: str, *, server_id: str, database: str, orm: bool, token: str,
+                  endpoint: Endpoint | None, burst: int = 50, timeout: float = 5.0) -> Report:
+    """Run every check against the server at `base_url`; the database is restored after
+    anything that may have written to it."""
+    if (database == "none") != (endpoint is None):
+        raise ValueError(f"database={database!r} needs {'no' if database == 'none' else 'an'} endpoint")
+    report = Report(server_id, database, orm)
+    client, rng = Client(base_url, token, timeout), random.Random()
+    groups: list[tuple[str, Callable[[], list[Check]]]] = [
+        ("ping", lambda: check_ping(client, server_id, database, orm))]
+    if endpoint is not None:
+        groups += [("get user", lambda: check_get_users(client, rng))]
+    groups += [("token", lambda: check_tokens(client, database))]
+    if endpoint is None:
+        groups += [("user endpoints without database", lambda: check_no_database(client))]
+    else:
+        groups += [("missing user", lambda: check_missing_users(client)),
+                   ("malformed update body", lambda: check_malformed_patch(client))]
+    groups += [("plain", lambda: check_plain(client)), ("to_json", lambda: check_to_json(client))]
+    if endpoint is not None:
+        groups += [("update user", lambda: check_update(client, endpoint, rng)),
+                   ("queries", lambda: check_query_counts(client, endpoint, orm, burst, rng, report))]
+    try:
+        for name, fn in groups:
+            report.checks += guarded(name, fn)
+    finally:
+        client.close()
+        if endpoint is not None:
+            # negative cases a broken server accepted (a PATCH without token, a junk body) wrote
+            report.checks += guarded("restore", lambda: (db.restore(endpoint), [])[1])
+    return report

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the system packages the harness needs, only those that are missing:
+# wrk (load), PostgreSQL and MariaDB servers (the harness starts its own throwaway
+# instances from these binaries), the headers mysqlclient (Django's MySQL driver) is
+# built against, and a Rust toolchain for the compiled servers.
+set -euo pipefail
+
+packages=(wrk postgresql mariadb-server mariadb-client default-libmysqlclient-dev
+          pkg-config build-essential python3-venv ca-certificates curl)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# a Python that has venv+ensurepip already (pyenv, a custom build) needs no python3-venv
+if python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  missing=("${missing[@]/python3-venv}")
+fi
+missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
+
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then sudo=(); elif command -v sudo >/dev/null; then sudo=(sudo); else
+    echo "missing system packages: ${missing[*]}" >&2
+    echo "install them as root: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "missing system packages: ${missing[*]} (no apt-get here: install them with your package manager)" >&2
+    exit 1
+  fi
+  echo "installing system packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null && [[ ! -x "$HOME/.cargo/bin/cargo" ]]; then
+  echo "installing a Rust toolchain with rustup (the distribution's rustc is too old for actix-web 4)"
+  curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >/dev/null
+fi

@@ -1,0 +1,108 @@
+//! actix-web 4 + sqlx 0.8 server for the web-framework benchmark harness.
+//!
+//! One process: actix-web's own worker threads (`BENCH_WORKERS`) share one sqlx pool
+//! whose size is the whole connection budget (`BENCH_DB_POOL_SIZE`), because the
+//! manifest declares `concurrency = "threads"`. Configuration comes only from the
+//! environment (servers/README.md).
+
+mod config;
+mod db;
+mod handlers;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use actix_web::web::{self, Bytes};
+use actix_web::{App, HttpServer};
+
+use config::Config;
+use handlers::AppState;
+
+#[actix_web::main]
+async fn main() -> ExitCode {
+    let cfg = match Config::from_env() {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("actix-web: configuration error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    // Opened here, on the main runtime, before the server accepts anything: every
+    // connection of the budget exists by the time /ping/ answers.
+    let db = match db::connect(&cfg).await {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("actix-web: cannot open the {} pool: {e}", cfg.db.as_str());
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let ping_body = serde_json::json!({
+        "server": cfg.server_id,
+        "database": cfg.db.as_str(),
+        "orm": false,
+    });
+    let state = web::Data::new(AppState {
+        token: cfg.token.as_bytes().into(),
+        db,
+        ping_body: Bytes::from(serde_json::to_vec(&ping_body).unwrap_or_default()),
+    });
+
+    let app_state = state.clone();
+    // No `.wrap(Logger)` (and no logger initialised): no per-request access log.
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(app_state.clone())
+            .service(
+                web::resource("/ping/")
+                    .route(web::get().to(handlers::ping))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
+            .service(
+                web::resource("/user/{id}/")
+                    .route(web::get().to(handlers::get_user))
+                    .route(web::patch().to(handlers::patch_user))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
+            .service(
+                web::resource("/plain/")
+                    .route(web::get().to(handlers::plain))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
+            .service(
+                web::resource("/to_json/")
+                    .route(web::get().to(handlers::to_json))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
+            // Unknown routes get the contract's JSON error, not actix's empty 404.
+            .default_service(web::to(handlers::not_found))
+    })
+    // BENCH_WORKERS worker threads, each with its own single-threaded runtime.
+    .workers(cfg.workers)
+    // The harness stops the server between cases; don't linger 30 s (actix's
+    // default) on idle keep-alive connections during graceful shutdown.
+    .shutdown_timeout(5)
+    // Same idle keep-alive as actix's default, stated: wrk keeps connections busy.
+    .keep_alive(Duration::from_secs(5));
+
+    let server = match server.bind((cfg.host.as_str(), cfg.port)) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("actix-web: cannot bind {}:{}: {e}", cfg.host, cfg.port);
+            state.db.close().await;
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let result = server.run().await;
+    // Persistent connections are closed at shutdown, not left to the OS.
+    state.db.close().await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("actix-web: server error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,93 @@
+"""aiohttp benchmark server, run by gunicorn with aiohttp's uvloop worker class:
+
+    python -m gunicorn app:app --worker-class aiohttp.GunicornUVLoopWebWorker -w W ...
+
+Each gunicorn worker process imports this module and runs `app` on uvloop; the pool
+lives in a cleanup_ctx, so it is opened (all connections) before the worker serves
+and closed when it stops: one pool per process.
+"""
+from __future__ import annotations
+
+from typing import AsyncIterator
+
+from aiohttp import web
+
+from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, InvalidBody, Settings,
+                         open_repository, parse_patch_body, parse_user_id, ping_body,
+                         plain_body, to_json_body, token_ok)
+
+settings = Settings.from_env()
+PING = ping_body(settings)
+REPO = web.AppKey("repo", object)
+
+
+async def database(app: web.Application) -> AsyncIterator[None]:
+    app[REPO] = await open_repository(settings)   # None for BENCH_DB=none
+    yield
+    if app[REPO] is not None:
+        await app[REPO].close()
+
+
+async def ping(request: web.Request) -> web.Response:
+    return web.json_response(PING)
+
+
+async def get_user(request: web.Request) -> web.Response:
+    return await _user(request, patch=False)
+
+
+async def patch_user(request: web.Request) -> web.Response:
+    return await _user(request, patch=True)
+
+
+async def _user(request: web.Request, patch: bool) -> web.Response:
+    if not token_ok(request.headers.get("token"), settings):
+        return web.json_response(ERR_TOKEN, status=401)
+    repo = request.app[REPO]
+    if repo is None:
+        return web.json_response(ERR_NO_DB, status=404)
+    user_id = parse_user_id(request.match_info["raw_id"])
+    if user_id is None:
+        return web.json_response(ERR_NOT_FOUND, status=404)
+    if patch:
+        try:
+            username, email = parse_patch_body(await request.read())
+        except InvalidBody as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        found = await repo.update_user(user_id, username, email)
+    else:
+        found = await repo.get_user(user_id)
+    if found is None:
+        return web.json_response(ERR_NOT_FOUND, status=404)
+    return web.json_response(found)
+
+
+def _params(request: web.Request) -> tuple[str | None, str | None, str | None]:
+    q = request.query    # decoded by yarl; "?param1=" is an empty value, not missing
+    return q.get("param1"), q.get("param2"), q.get("param3")
+
+
+async def plain(request: web.Request) -> web.Response:
+    if not token_ok(request.headers.get("token"), settings):
+        return web.json_response(ERR_TOKEN, status=401)
+    return web.Response(text=plain_body(*_params(request)))   # text/plain; charset=utf-8
+
+
+async def to_json(request: web.Request) -> web.Response:
+    if not token_ok(request.headers.get("token"), settings):
+        return web.json_response(ERR_TOKEN, status=401)
+    return web.json_response(to_json_body(*_params(request)))
+
+
+def create_app() -> web.Application:
+    app = web.Application()
+    app.cleanup_ctx.append(database)
+    app.router.add_get("/ping/", ping, allow_head=False)
+    app.router.add_get("/user/{raw_id}/", get_user, allow_head=False)
+    app.router.add_patch("/user/{raw_id}/", patch_user)
+    app.router.add_get("/plain/", plain, allow_head=False)
+    app.router.add_get("/to_json/", to_json, allow_head=False)
+    return app
+
+
+app = create_app()

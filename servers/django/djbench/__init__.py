@@ -1,0 +1,1 @@
+"""Django project and app of the benchmark servers `django` (WSGI) and `django_asgi` (ASGI)."""

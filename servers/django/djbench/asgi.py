@@ -1,0 +1,28 @@
+import asyncio
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "djbench.settings")
+
+django_application = get_asgi_application()
+
+from djbench.startup import close_pool, open_pool  # noqa: E402 - needs the settings above
+
+
+async def application(scope, receive, send):
+    """Django's ASGI handler, plus the ASGI lifespan protocol that Django 5.2 does not
+    speak: uvicorn opens each worker's DB pool before it accepts connections and closes
+    it when the worker stops (a worker's atexit hooks never run: uvicorn ends it by
+    re-raising SIGTERM)."""
+    if scope["type"] != "lifespan":
+        return await django_application(scope, receive, send)
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await asyncio.to_thread(open_pool)
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await asyncio.to_thread(close_pool)
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,103 @@
+"""What the sync and the async views share: token check, input parsing, JSON bodies."""
+import json
+
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+
+TOKEN = settings.BENCH_TOKEN
+HAS_DB = settings.BENCH_DB != "none"
+PING_BODY = {"server": settings.BENCH_SERVER_ID, "database": settings.BENCH_DB,
+             "orm": settings.BENCH_ORM}
+
+MAX_ID = 2**31 - 1      # `integer` / INT: a larger id can name no row
+MAX_TEXT = 256          # varchar(256)
+PARAMS = ("param1", "param2", "param3")
+
+
+def error(status: int, reason: str) -> JsonResponse:
+    return JsonResponse({"error": reason}, status=status)
+
+
+def token_ok(request) -> bool:
+    return request.META.get("HTTP_TOKEN") == TOKEN
+
+
+def unauthorized() -> JsonResponse:
+    return error(401, "bad or missing token")
+
+
+def no_database() -> JsonResponse:
+    return error(404, "no database")
+
+
+def user_not_found() -> JsonResponse:
+    return error(404, "user not found")
+
+
+def method_not_allowed() -> JsonResponse:
+    response = error(405, "method not allowed")
+    response["Allow"] = "GET, PATCH"
+    return response
+
+
+def parse_id(raw: str) -> int | None:
+    """The id in /user/{id}/, or None when it cannot name a row (404 without a query)."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10:
+        return None
+    user_id = int(raw)
+    return user_id if 1 <= user_id <= MAX_ID else None
+
+
+def _text_problem(name: str, value) -> str | None:
+    if not isinstance(value, str):
+        return f"{name} must be a string"
+    if len(value) > MAX_TEXT:
+        return f"{name} is longer than {MAX_TEXT} characters"
+    if "\x00" in value:
+        return f"{name} contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from "\ud800" escapes
+        return f"{name} is not valid Unicode"
+    return None
+
+
+def parse_update(body: bytes) -> tuple[dict | None, JsonResponse | None]:
+    """(fields, None) for a valid PATCH body, else (None, 400/422 response)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return None, error(400, "body is not valid JSON")
+    if not isinstance(data, dict):
+        return None, error(422, "body must be a JSON object")
+    username, email = data.get("username"), data.get("email")
+    problem = _text_problem("username", username) or _text_problem("email", email)
+    if problem is None and not username:
+        problem = "username must not be empty"
+    if problem:
+        return None, error(422, problem)
+    return {"username": username, "email": email}, None
+
+
+def user_response(user) -> JsonResponse:
+    # isoformat() keeps the stored microseconds and the +00:00 offset (the ORM returns aware
+    # UTC datetimes on both engines); DjangoJSONEncoder would cut them to milliseconds.
+    return JsonResponse({
+        "user_id": user.user_id,
+        "username": user.username,
+        "email": user.email,
+        "created_at": user.created_at.isoformat(),
+        "updated_at": user.updated_at.isoformat(),
+        "is_archived": user.is_archived,
+    })
+
+
+def plain_response(request) -> HttpResponse:
+    get = request.GET.get
+    body = ", ".join(f"{name}={get(name, '')}" for name in PARAMS)
+    return HttpResponse(body, content_type="text/plain; charset=utf-8")
+
+
+def to_json_response(request) -> JsonResponse:
+    get = request.GET.get
+    return JsonResponse({name: get(name) for name in PARAMS})

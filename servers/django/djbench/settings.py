@@ -1,0 +1,104 @@
+"""Production settings for the Django benchmark servers, all from the harness's environment.
+
+One project serves two servers (see the manifests):
+  - servers/django       gunicorn, WSGI, sync views   (BENCH_DJANGO_VIEWS unset / "sync")
+  - servers/django_asgi  uvicorn, ASGI, async views   (BENCH_DJANGO_VIEWS=async)
+"""
+import os
+
+ENV = os.environ
+
+BENCH_SERVER_ID = ENV.get("BENCH_SERVER_ID", "django")
+BENCH_DB = ENV.get("BENCH_DB", "none")
+BENCH_ORM = ENV.get("BENCH_ORM", "1") == "1"
+BENCH_TOKEN = ENV.get("BENCH_TOKEN", "hardcoded_token")
+BENCH_ASYNC_VIEWS = ENV.get("BENCH_DJANGO_VIEWS", "sync") == "async"
+BENCH_DB_POOL_SIZE = max(1, int(ENV.get("BENCH_DB_POOL_SIZE") or 1))
+
+if BENCH_DB not in ("postgres", "mysql", "none"):
+    raise RuntimeError(f"BENCH_DB must be postgres, mysql or none, not {BENCH_DB!r}")
+
+# Nothing is signed (no sessions, no CSRF, no auth), but Django refuses to start without one.
+SECRET_KEY = ENV.get("DJANGO_SECRET_KEY") or "benchmark-server-signs-nothing"
+DEBUG = False
+ALLOWED_HOSTS = ["*"]
+
+# Only the app that holds the `users` model. No contenttypes/auth/sessions/messages/admin:
+# the API authenticates with a static `token` header, keeps no server-side state and serves
+# no HTML, so those apps (and their middleware below) would only add per-request work.
+INSTALLED_APPS = ["djbench"]
+
+# No middleware at all: no SessionMiddleware/AuthenticationMiddleware (token header instead
+# of sessions), no CsrfViewMiddleware (no cookies, so no CSRF surface), no MessageMiddleware,
+# no CommonMiddleware (routes are matched exactly; an unknown path is a JSON 404, never a
+# redirect), no SecurityMiddleware (no TLS here, plain HTTP on loopback).
+MIDDLEWARE = []
+
+ROOT_URLCONF = "djbench.urls"
+WSGI_APPLICATION = "djbench.wsgi.application"
+
+USE_TZ = True
+TIME_ZONE = "UTC"
+USE_I18N = False
+
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+
+
+def _database() -> dict:
+    common = {
+        "NAME": ENV.get("BENCH_DB_NAME", "webservers_bench"),
+        "USER": ENV.get("BENCH_DB_USER", "bench"),
+        "PASSWORD": ENV.get("BENCH_DB_PASSWORD", ""),
+        "HOST": ENV.get("BENCH_DB_HOST", "127.0.0.1"),
+        # Persistent connections: each WSGI thread keeps its connection for the whole run.
+        "CONN_MAX_AGE": None,
+        # No per-request liveness check (it would cost a round trip on every first query
+        # of a request); a connection that errors is still dropped by Django.
+        "CONN_HEALTH_CHECKS": False,
+    }
+    if BENCH_DB == "postgres":
+        db = {**common, "ENGINE": "django.db.backends.postgresql",
+              "PORT": ENV.get("BENCH_DB_PORT", "5432"), "OPTIONS": {}}
+        if BENCH_ASYNC_VIEWS:
+            # Under ASGI Django runs every request's ORM calls on a fresh per-request thread
+            # with a fresh per-request DatabaseWrapper, so CONN_MAX_AGE cannot keep anything
+            # (it leaks one connection per request instead; Django's docs: disable persistent
+            # connections under ASGI and use the backend's pool). Django's own psycopg pool:
+            # a fixed pool per process, checked out per request, returned at request end.
+            db["CONN_MAX_AGE"] = 0  # required with OPTIONS["pool"]
+            db["OPTIONS"]["pool"] = {"min_size": BENCH_DB_POOL_SIZE,
+                                     "max_size": BENCH_DB_POOL_SIZE, "timeout": 30}
+        return db
+    # MySQL / MariaDB. DATETIME(6) columns hold UTC: with USE_TZ=True and no per-database
+    # TIME_ZONE Django writes and reads them as UTC; the session time zone is pinned to UTC
+    # too so that NOW()/CURRENT_TIMESTAMP(6) (used for updated_at) is UTC whatever the
+    # server's own time zone is.
+    options = {"charset": "utf8mb4", "init_command": "SET time_zone = '+00:00'"}
+    engine = "django.db.backends.mysql"
+    db = {**common, "ENGINE": engine, "PORT": ENV.get("BENCH_DB_PORT", "3306"), "OPTIONS": options}
+    if BENCH_ASYNC_VIEWS:
+        # Same ASGI problem as above, but Django has no MySQL pool: djbench.mysql_pool is
+        # Django's MySQL backend plus a fixed per-process pool with the same semantics as
+        # Django's PostgreSQL pool (see that module).
+        db["ENGINE"] = "djbench.mysql_pool"
+        db["CONN_MAX_AGE"] = 0
+        options["pool_size"] = BENCH_DB_POOL_SIZE
+    return db
+
+
+# BENCH_DB=none (plain / to json cases): no database at all; the user views answer 404.
+DATABASES = {} if BENCH_DB == "none" else {"default": _database()}
+
+# Warnings and errors only, to stderr. django.request would log every 4xx as a warning
+# (one line per rejected request: a log per request under a bad-token or 404 load), so it
+# logs from ERROR up (5xx, which must never happen).
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "level": "WARNING"}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+    "loggers": {
+        "django": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+        "django.request": {"handlers": ["stderr"], "level": "ERROR", "propagate": False},
+    },
+}

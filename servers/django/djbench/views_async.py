@@ -1,0 +1,47 @@
+"""Async views: the ASGI server (uvicorn). Django's async ORM (aget / aupdate) hands each
+query to a thread with sync_to_async; the connection comes from the per-process pool."""
+from django.db.models.functions import Now
+from django.http import JsonResponse
+
+from . import common
+from .models import User
+
+
+async def ping(request):
+    return JsonResponse(common.PING_BODY)
+
+
+async def user(request, user_id: str):
+    if not common.token_ok(request):
+        return common.unauthorized()
+    method = request.method
+    if method != "GET" and method != "PATCH":
+        return common.method_not_allowed()
+    if not common.HAS_DB:
+        return common.no_database()
+    pk = common.parse_id(user_id)
+    if pk is None:
+        return common.user_not_found()
+    if method == "PATCH":
+        fields, problem = common.parse_update(request.body)
+        if problem:
+            return problem
+        # One UPDATE, then one SELECT for the stored row (Django 5.2: no UPDATE ... RETURNING).
+        if not await User.objects.filter(pk=pk).aupdate(updated_at=Now(), **fields):
+            return common.user_not_found()
+    try:
+        return common.user_response(await User.objects.aget(pk=pk))
+    except User.DoesNotExist:
+        return common.user_not_found()
+
+
+async def plain(request):
+    if not common.token_ok(request):
+        return common.unauthorized()
+    return common.plain_response(request)
+
+
+async def to_json(request):
+    if not common.token_ok(request):
+        return common.unauthorized()
+    return common.to_json_response(request)

@@ -1,0 +1,47 @@
+"""Sync views: the WSGI server (gunicorn gthread). One persistent connection per thread."""
+from django.db.models.functions import Now
+from django.http import JsonResponse
+
+from . import common
+from .models import User
+
+
+def ping(request):
+    return JsonResponse(common.PING_BODY)
+
+
+def user(request, user_id: str):
+    if not common.token_ok(request):
+        return common.unauthorized()
+    method = request.method
+    if method != "GET" and method != "PATCH":
+        return common.method_not_allowed()
+    if not common.HAS_DB:
+        return common.no_database()
+    pk = common.parse_id(user_id)
+    if pk is None:
+        return common.user_not_found()
+    if method == "PATCH":
+        fields, problem = common.parse_update(request.body)
+        if problem:
+            return problem
+        # One UPDATE; Django 5.2 has no UPDATE ... RETURNING, so the stored row is read
+        # back with one SELECT when the UPDATE matched a row.
+        if not User.objects.filter(pk=pk).update(updated_at=Now(), **fields):
+            return common.user_not_found()
+    try:
+        return common.user_response(User.objects.get(pk=pk))
+    except User.DoesNotExist:
+        return common.user_not_found()
+
+
+def plain(request):
+    if not common.token_ok(request):
+        return common.unauthorized()
+    return common.plain_response(request)
+
+
+def to_json(request):
+    if not common.token_ok(request):
+        return common.unauthorized()
+    return common.to_json_response(request)

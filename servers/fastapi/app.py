@@ -1,0 +1,150 @@
+"""FastAPI benchmark server, run by uvicorn with W worker processes:
+
+    python -m uvicorn app:app --workers W --loop uvloop --http httptools --no-access-log ...
+
+Idiomatic FastAPI: the token is a Header parameter, the query values are Query
+parameters, the PATCH body is a Pydantic model.  Responses are built directly as
+JSONResponse / PlainTextResponse (FastAPI's documented fast path: no response_model
+validation, no jsonable_encoder pass).  Each worker process runs the lifespan, so
+each has its own pool, opened before it serves and closed when it stops.
+"""
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Annotated, AsyncIterator
+
+from fastapi import FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, Settings, open_repository,
+                         parse_user_id, ping_body, plain_body, text_problem, to_json_body,
+                         token_ok)
+
+settings = Settings.from_env()
+PING = ping_body(settings)
+Token = Annotated[str | None, Header()]
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # Per worker process: the whole pool (BENCH_DB_POOL_SIZE connections) is opened
+    # before the worker accepts requests; None for BENCH_DB=none.
+    app.state.repo = await open_repository(settings)
+    try:
+        yield
+    finally:
+        if app.state.repo is not None:
+            await app.state.repo.close()
+
+
+# No interactive docs / OpenAPI schema routes in production.
+app = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+
+
+class UserPatch(BaseModel):
+    # strict: a number or a bool is not silently turned into a string; extra keys ignored.
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    username: str = Field(min_length=1, max_length=256)
+    email: str = Field(max_length=256)
+
+    @field_validator("username", "email")
+    @classmethod
+    def storable(cls, value: str) -> str:
+        # NUL / lone surrogate: the database would reject them (a 5xx); refuse here.
+        problem = text_problem(value, allow_empty=True)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+def _error(status: int, body: dict) -> JSONResponse:
+    return JSONResponse(body, status_code=status)
+
+
+def _request_problem(request: Request, reason: str) -> JSONResponse:
+    """A request FastAPI rejected before the endpoint ran (bad PATCH body): answer in
+    the contract's order, token first (401), then no database / bad id (404), then 400."""
+    if not token_ok(request.headers.get("token"), settings):
+        return _error(401, ERR_TOKEN)
+    if request.url.path.startswith("/user/"):
+        if request.app.state.repo is None:
+            return _error(404, ERR_NO_DB)
+        if parse_user_id(request.path_params.get("raw_id")) is None:
+            return _error(404, ERR_NOT_FOUND)
+    return _error(400, {"error": reason})
+
+
+@app.exception_handler(RequestValidationError)
+async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    # The contract's {"error": ...} shape (status 400) instead of FastAPI's 422 {"detail": [...]}.
+    errors = exc.errors()
+    reason = "invalid body"
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first.get("loc", ())[1:] if isinstance(p, str))
+        reason = f"invalid body: {where + ' ' if where else ''}{first.get('msg', '')}".strip()
+    return _request_problem(request, reason)
+
+
+@app.exception_handler(StarletteHTTPException)
+async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    # 404 unknown route, 405 wrong method, 400 "error parsing the body" (e.g. a JSON
+    # body nested too deep or not UTF-8): all as {"error": ...}.
+    if exc.status_code == 400:
+        return _request_problem(request, "invalid body: " + str(exc.detail))
+    return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code,
+                        headers=getattr(exc, "headers", None))
+
+
+@app.get("/ping/")
+async def ping() -> JSONResponse:
+    return JSONResponse(PING)
+
+
+@app.get("/user/{raw_id}/")
+async def get_user(raw_id: str, request: Request, token: Token = None) -> JSONResponse:
+    if not token_ok(token, settings):
+        return _error(401, ERR_TOKEN)
+    repo = request.app.state.repo
+    if repo is None:
+        return _error(404, ERR_NO_DB)
+    user_id = parse_user_id(raw_id)
+    if user_id is None:
+        return _error(404, ERR_NOT_FOUND)
+    found = await repo.get_user(user_id)
+    return _error(404, ERR_NOT_FOUND) if found is None else JSONResponse(found)
+
+
+@app.patch("/user/{raw_id}/")
+async def patch_user(raw_id: str, body: UserPatch, request: Request,
+                     token: Token = None) -> JSONResponse:
+    if not token_ok(token, settings):
+        return _error(401, ERR_TOKEN)
+    repo = request.app.state.repo
+    if repo is None:
+        return _error(404, ERR_NO_DB)
+    user_id = parse_user_id(raw_id)
+    if user_id is None:
+        return _error(404, ERR_NOT_FOUND)
+    found = await repo.update_user(user_id, body.username, body.email)
+    return _error(404, ERR_NOT_FOUND) if found is None else JSONResponse(found)
+
+
+@app.get("/plain/")
+async def plain(token: Token = None, param1: str | None = None, param2: str | None = None,
+                param3: str | None = None) -> PlainTextResponse:
+    if not token_ok(token, settings):
+        return _error(401, ERR_TOKEN)
+    return PlainTextResponse(plain_body(param1, param2, param3))
+
+
+@app.get("/to_json/")
+async def to_json(token: Token = None, param1: str | None = None, param2: str | None = None,
+                  param3: str | None = None) -> JSONResponse:
+    if not token_ok(token, settings):
+        return _error(401, ERR_TOKEN)
+    return JSONResponse(to_json_body(param1, param2, param3))

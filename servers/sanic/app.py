@@ -1,0 +1,130 @@
+"""sanic benchmark server: sanic's own HTTP server and worker processes.
+
+Started as `python app.py`; sanic's main process spawns BENCH_WORKERS worker
+processes which each import this module, so each builds its own pool (one pool
+per process, opened in before_server_start, closed in after_server_stop).
+"""
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from sanic import Request, Sanic
+from sanic.exceptions import MethodNotAllowed, NotFound
+from sanic.response import HTTPResponse, json, text
+
+from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, InvalidBody, Settings,
+                         open_repository, parse_patch_body, parse_user_id, ping_body,
+                         plain_body, to_json_body, token_ok)
+
+settings = Settings.from_env()
+PING = ping_body(settings)
+
+app = Sanic("bench")
+# Errors (unknown route, wrong method) as JSON too, like the contract's error bodies.
+app.config.FALLBACK_ERROR_FORMAT = "json"
+# SIGTERM: in-flight requests get at most 2 s to finish (sanic's default, 15 s, would
+# keep a stop waiting on clients that keep their connections busy).
+app.config.GRACEFUL_SHUTDOWN_TIMEOUT = 2.0
+
+
+@app.before_server_start
+async def open_db(app: Sanic) -> None:
+    # Per worker process: the whole pool (BENCH_DB_POOL_SIZE connections) is opened
+    # here, before the worker accepts requests; None for BENCH_DB=none.
+    app.ctx.repo = await open_repository(settings)
+
+
+@app.after_server_start
+async def stop_on_main_process_order(app: Sanic) -> None:
+    # sanic's main process stops each worker (SIGINT) when it gets SIGTERM.  A SIGTERM
+    # sent to the whole process group (the harness, a terminal, a service manager)
+    # would also reach the worker directly and stop it a second time in the middle of
+    # its cleanup (pool close interrupted, "Event loop stopped" errors): the worker
+    # leaves SIGTERM to the main process and acts on its order only.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, lambda: None)
+
+
+@app.before_server_stop
+async def shield_cleanup(app: Sanic) -> None:
+    # Shutdown has begun (sanic has dropped its handlers): a late signal must not
+    # interrupt draining requests or closing the pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@app.after_server_stop
+async def close_db(app: Sanic) -> None:
+    repo = getattr(app.ctx, "repo", None)
+    if repo is not None:
+        await repo.close()
+
+
+@app.exception(NotFound, MethodNotAllowed)
+async def http_error(request: Request, exc: Exception) -> HTTPResponse:
+    return json({"error": str(exc) or "not found"}, status=getattr(exc, "status_code", 404))
+
+
+@app.get("/ping/")
+async def ping(request: Request) -> HTTPResponse:
+    return json(PING)
+
+
+@app.route("/user/<raw_id>/", methods=["GET", "PATCH"])
+async def user(request: Request, raw_id: str) -> HTTPResponse:
+    if not token_ok(request.headers.get("token"), settings):
+        return json(ERR_TOKEN, status=401)
+    repo = request.app.ctx.repo
+    if repo is None:
+        return json(ERR_NO_DB, status=404)
+    user_id = parse_user_id(raw_id)
+    if user_id is None:
+        return json(ERR_NOT_FOUND, status=404)
+    if request.method == "GET":
+        found = await repo.get_user(user_id)
+    else:
+        try:
+            username, email = parse_patch_body(request.body)
+        except InvalidBody as exc:
+            return json({"error": str(exc)}, status=400)
+        found = await repo.update_user(user_id, username, email)
+    if found is None:
+        return json(ERR_NOT_FOUND, status=404)
+    return json(found)
+
+
+def _params(request: Request) -> tuple[str | None, str | None, str | None]:
+    # keep_blank_values: "?param1=" is an empty value, not a missing one.
+    args = request.get_args(keep_blank_values=True)
+    return args.get("param1"), args.get("param2"), args.get("param3")
+
+
+@app.get("/plain/")
+async def plain(request: Request) -> HTTPResponse:
+    if not token_ok(request.headers.get("token"), settings):
+        return json(ERR_TOKEN, status=401)
+    return text(plain_body(*_params(request)))
+
+
+@app.get("/to_json/")
+async def to_json(request: Request) -> HTTPResponse:
+    if not token_ok(request.headers.get("token"), settings):
+        return json(ERR_TOKEN, status=401)
+    return json(to_json_body(*_params(request)))
+
+
+if __name__ == "__main__":
+    app.run(
+        host=settings.host,
+        port=settings.port,
+        # BENCH_WORKERS worker processes, managed by sanic's own main process
+        # (SIGTERM/SIGINT to it stops every worker).
+        workers=settings.workers,
+        single_process=False,
+        # Production: no debug (no auto-reload, no debug checks), no per-request
+        # access log, no start-up banner.
+        debug=False,
+        auto_reload=False,
+        access_log=False,
+        motd=False,
+    )

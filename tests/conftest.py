@@ -1,0 +1,35 @@
+"""Shared fixtures: real throwaway PostgreSQL and MariaDB servers, started once per session.
+
+Tests use their own ports (not the harness defaults), so a `make bench` running on the
+same machine is never disturbed.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench import provision  # noqa: E402
+
+TEST_PORTS = {"postgres": int(os.environ.get("BENCH_TEST_PG_PORT", 16432)),
+              "mysql": int(os.environ.get("BENCH_TEST_MYSQL_PORT", 14306))}
+TEST_SERVER_PORT = int(os.environ.get("BENCH_TEST_SERVER_PORT", 19080))
+
+
+@pytest.fixture(scope="session")
+def databases():
+    """{engine: Endpoint} of two real database servers with the contract's table."""
+    provider = provision.LocalProvider(["postgres", "mysql"], TEST_PORTS)
+    endpoints = provider.start()
+    yield endpoints
+    provider.stop()
+
+
+@pytest.fixture(params=["postgres", "mysql"])
+def endpoint(request, databases):
+    return databases[request.param]

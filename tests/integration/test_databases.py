@@ -1,0 +1,60 @@
+"""Provisioning and restoring against real PostgreSQL and MariaDB servers."""
+import socket
+
+import pytest
+
+from bench import dataset, db, provision
+
+pytestmark = pytest.mark.integration
+
+
+def test_restore_gives_exactly_the_contract_rows(endpoint):
+    db.restore(endpoint)
+    assert db.fetch_users(endpoint) == dataset.all_users()
+
+
+def test_restore_after_updates_deletes_and_inserts(endpoint):
+    with db.connect(endpoint) as conn:
+        cur = conn.cursor()
+        cur.execute("UPDATE users SET username = %s, email = NULL WHERE user_id <= 500", ("x",))
+        cur.execute("DELETE FROM users WHERE user_id > 9000")
+        cur.execute("INSERT INTO users (username, created_at, updated_at) "
+                    "VALUES ('intruder', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)")
+    assert db.scalar(endpoint, "SELECT COUNT(*) FROM users") == 9001
+    seconds = db.restore(endpoint)
+    assert db.fetch_users(endpoint) == dataset.all_users()
+    print(f"{endpoint.engine} restore took {seconds * 1000:.0f} ms")
+
+
+def test_identity_continues_after_restore(endpoint):
+    db.restore(endpoint)
+    with db.connect(endpoint) as conn:
+        cur = conn.cursor()
+        cur.execute("INSERT INTO users (username, created_at, updated_at) "
+                    "VALUES ('next', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)")
+    assert db.scalar(endpoint, "SELECT MAX(user_id) FROM users") == 10_001
+    db.restore(endpoint)
+
+
+def test_busy_port_is_named(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        server = provision.LocalServer("postgres", port, tmp_path)
+        with pytest.raises(provision.ProvisionError, match=f"port {port} .* is busy"):
+            server.start()
+
+
+def test_external_mode_uses_a_dsn(databases):
+    pg = databases["postgres"]
+    prov = provision.provider("external", ["postgres"], dsns={
+        "postgres": f"postgresql://{pg.user}:{pg.password}@{pg.host}:{pg.port}/{pg.name}"})
+    endpoints = prov.start()
+    assert endpoints["postgres"] == pg
+    assert db.scalar(pg, "SELECT COUNT(*) FROM users") == dataset.ROW_COUNT
+
+
+def test_external_mode_without_dsn_says_which_flag():
+    with pytest.raises(provision.ProvisionError, match="--mysql-dsn / BENCH_MYSQL_DSN"):
+        provision.provider("external", ["mysql"], dsns={}).start()

@@ -1,0 +1,240 @@
+-- Shared code for the benchmark's wrk scripts (wrk 4.1, LuaJIT).
+--
+-- Each test script does
+--     local common = dofile(<dir of this file> .. "/common.lua")
+--     common.install(function(rand) return method, path, body end)
+-- which defines wrk's global hooks setup(), init(), request() and done().
+-- response() is deliberately NOT defined: defining it makes wrk hand every
+-- response to Lua, which costs client CPU that the server would otherwise get.
+--
+-- Script arguments (after `--` on the wrk command line):  <token> <seed> [pool]
+--   token  value of the `token` header carried by every request
+--   seed   run seed; wrk thread i (1-based) seeds its RNG with seed * 1000 + i
+--   pool   optional: number of pre-formatted requests per thread, cycled; 0 = build
+--          every request afresh. The DB tests default to 0 so that ids stay uniform
+--          over the whole table (a cycled pool of 1000 would only ever touch ~1000
+--          rows); plain / to json default to a pool, keeping the client cheap where
+--          it is most likely to be the bottleneck.
+--
+-- done() prints exactly one machine-readable line to stdout:
+--     WRK_JSON {...}
+-- (times in microseconds, exactly as wrk records them).
+
+local M = {}
+
+M.ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+local ALNUM_LEN = #M.ALNUM
+local DEFAULT_POOL = 1000
+
+-- random ASCII letters/digits; length uniform in [min_len, max_len]
+function M.random_alnum(min_len, max_len)
+   local n = math.random(min_len, max_len)
+   local out = {}
+   for i = 1, n do
+      local k = math.random(1, ALNUM_LEN)
+      out[i] = M.ALNUM:sub(k, k)
+   end
+   return table.concat(out)
+end
+
+---------------------------------------------------------------------------
+-- A tiny JSON encoder (enough for numbers, strings, booleans, arrays, maps).
+---------------------------------------------------------------------------
+local escapes = {
+   ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',
+   ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t',
+}
+
+local function encode_string(s)
+   return '"' .. s:gsub('[%c"\\]', function(c)
+      return escapes[c] or string.format("\\u%04x", c:byte())
+   end) .. '"'
+end
+
+local function encode_number(n)
+   if n ~= n or n == math.huge or n == -math.huge then
+      return "null"                      -- NaN / inf are not JSON
+   end
+   if n == math.floor(n) and math.abs(n) < 2^53 then
+      return string.format("%d", n)
+   end
+   return string.format("%.17g", n)
+end
+
+local function is_array(t)
+   local n = 0
+   for k in pairs(t) do
+      if type(k) ~= "number" or k < 1 or k ~= math.floor(k) then return false end
+      n = n + 1
+   end
+   return n == #t
+end
+
+-- explicit JSON null (a nil value would just drop the key)
+M.null = setmetatable({}, { __tostring = function() return "null" end })
+
+local encode
+
+encode = function(v)
+   local tv = type(v)
+   if tv == "nil" or v == M.null then return "null"
+   elseif tv == "boolean" then return v and "true" or "false"
+   elseif tv == "number" then return encode_number(v)
+   elseif tv == "string" then return encode_string(v)
+   elseif tv == "table" then
+      local parts = {}
+      if next(v) ~= nil and is_array(v) then
+         for i = 1, #v do parts[i] = encode(v[i]) end
+         return "[" .. table.concat(parts, ",") .. "]"
+      end
+      local keys = {}
+      for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+      table.sort(keys)
+      for i, k in ipairs(keys) do
+         local val = v[k]
+         if val == nil then val = v[tonumber(k)] end
+         parts[i] = encode_string(k) .. ":" .. encode(val)
+      end
+      return "{" .. table.concat(parts, ",") .. "}"
+   end
+   error("cannot JSON-encode a " .. tv)
+end
+M.json_encode = encode
+
+---------------------------------------------------------------------------
+-- Request formatting (like wrk.format, but with a deterministic header order).
+---------------------------------------------------------------------------
+
+-- "Name: value\r\n" lines: Host first, then the others sorted by name
+function M.header_block(headers)
+   local names = {}
+   for k in pairs(headers) do
+      if k ~= "Host" and k:lower() ~= "content-length" then names[#names + 1] = k end
+   end
+   table.sort(names)
+   local lines = {}
+   if headers["Host"] then lines[1] = "Host: " .. headers["Host"] .. "\r\n" end
+   for _, k in ipairs(names) do lines[#lines + 1] = k .. ": " .. headers[k] .. "\r\n" end
+   return table.concat(lines)
+end
+
+function M.format(method, path, head, body)
+   if body then
+      return method .. " " .. path .. " HTTP/1.1\r\n" .. head ..
+             "Content-Length: " .. #body .. "\r\n\r\n" .. body
+   end
+   return method .. " " .. path .. " HTTP/1.1\r\n" .. head .. "\r\n"
+end
+
+---------------------------------------------------------------------------
+-- The wrk hooks.
+---------------------------------------------------------------------------
+
+-- build(rand) -> method, path, body-or-nil   (called pool times per thread in init,
+-- or once per request when the pool size is 0)
+function M.install(build, content_type, default_pool)
+   -- main Lua state: setup() runs here once per thread, then done()
+   local threads = {}
+
+   function setup(thread)
+      threads[#threads + 1] = thread
+      thread:set("index", #threads)
+   end
+
+   -- thread Lua states: init() then request() for every request
+   local pool, pool_size, cursor, head, live = nil, 0, 0, nil, false
+   sent = 0   -- global so that done() can read it with thread:get("sent")
+
+   function init(args)
+      local token = args[1]
+      local seed = tonumber(args[2])
+      if token == nil or seed == nil then
+         error("usage: wrk ... -s <script> <url> -- <token> <seed> [pool]")
+      end
+      pool_size = tonumber(args[3]) or default_pool or DEFAULT_POOL
+      local idx = tonumber(index) or 1
+      math.randomseed(seed * 1000 + idx)
+
+      -- the headers: wrk.headers (Host, any -H) plus our token and content type,
+      -- in a fixed order (Host first, then sorted) so that a seed gives the same bytes
+      local headers = {}
+      for k, v in pairs(wrk.headers) do headers[k] = v end
+      headers["token"] = token
+      if content_type then headers["Content-Type"] = content_type end
+      head = M.header_block(headers)
+
+      -- live mode (pool 0) still pre-builds the first requests when dumping, and
+      -- serves them first: the stream is the same as without the dump
+      local dump = os.getenv("BENCH_WRK_DUMP_DIR")
+      live = pool_size == 0
+      local prefill = pool_size
+      if live then prefill = (dump and dump ~= "") and DEFAULT_POOL or 0 end
+      pool = {}
+      for i = 1, prefill do
+         local method, path, body = build(M)
+         pool[i] = M.format(method, path, head, body)
+      end
+      cursor = 0
+
+      -- debugging/tests: dump this thread's requests to $BENCH_WRK_DUMP_DIR/thread<i>.txt
+      if dump and dump ~= "" then
+         local f = assert(io.open(dump .. "/thread" .. idx .. ".txt", "wb"))
+         for i = 1, prefill do f:write(pool[i], "\n=====\n") end
+         f:close()
+      end
+   end
+
+   function request()
+      sent = sent + 1
+      if live then
+         if cursor < #pool then
+            cursor = cursor + 1
+            return pool[cursor]
+         end
+         local method, path, body = build(M)
+         return M.format(method, path, head, body)
+      end
+      cursor = cursor + 1
+      if cursor > pool_size then cursor = 1 end
+      return pool[cursor]
+   end
+
+   function done(summary, latency, requests)
+      local e = summary.errors
+      local have = summary.requests > 0 and latency.max > 0 and latency.min <= latency.max
+      local function stat(v) if have then return v else return M.null end end
+      local per_thread = {}
+      for i, t in ipairs(threads) do
+         per_thread[i] = { index = i, sent = tonumber(t:get("sent")) or 0 }
+      end
+      local have_rps = requests.min <= requests.max
+      local out = {
+         duration_us = summary.duration,
+         requests = summary.requests,
+         bytes = summary.bytes,
+         errors = {
+            connect = e.connect, read = e.read, write = e.write,
+            status = e.status, timeout = e.timeout,
+         },
+         latency_us = {
+            min = stat(latency.min), max = stat(latency.max),
+            mean = stat(latency.mean), stdev = stat(latency.stdev),
+            p50 = stat(latency:percentile(50)), p75 = stat(latency:percentile(75)),
+            p90 = stat(latency:percentile(90)), p99 = stat(latency:percentile(99)),
+            p99_9 = stat(latency:percentile(99.9)),
+         },
+         -- wrk samples each thread's request rate every 100 ms (requests/s)
+         thread_rps = {
+            min = have_rps and requests.min or M.null,
+            max = have_rps and requests.max or M.null,
+            mean = have_rps and requests.mean or M.null,
+            stdev = have_rps and requests.stdev or M.null,
+         },
+         threads = per_thread,
+      }
+      io.write("WRK_JSON ", encode(out), "\n")
+      io.flush()
+   end
+end
+
+return M
