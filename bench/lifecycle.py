@@ -35,7 +35,15 @@ def sigterm_as_interrupt():
 
 
 class ServerError(RuntimeError):
-    """The server could not be built or started; the message carries its log's tail."""
+    """The server could not be built or started; the message carries its log's tail.
+
+    `reason` is one line for the tables: what happened and the log's last line."""
+
+    def __init__(self, what: str, log_path: Path | None = None):
+        tail = log_tail(log_path) if log_path else ""
+        super().__init__(what + (f"; last lines of its log:\n{tail}" if tail else ""))
+        last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+        self.reason = what + (f" (log: {last[:200]})" if last else "")
 
 
 def log_tail(path: Path | None, lines: int = 25) -> str:
@@ -75,8 +83,7 @@ def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path) -> floa
             raise ServerError(f"build of {spec.id} failed: {exc.filename} is not installed "
                               f"(`make setup` installs the toolchains)") from exc
     if code != 0:
-        raise ServerError(f"build of {spec.id} failed (exit {code}); last lines of "
-                          f"{log_path}:\n{log_tail(log_path)}")
+        raise ServerError(f"build of {spec.id} failed (exit {code})", log_path)
     return time.monotonic() - start
 
 
@@ -157,8 +164,7 @@ class ServerProcess:
             while time.monotonic() - start < timeout:
                 if not self.alive():
                     raise ServerError(f"{self.spec.id} exited with code {self.proc.returncode} "
-                                      f"before it was ready; last lines of its log:\n"
-                                      f"{log_tail(self.log_path)}")
+                                      f"before it was ready", self.log_path)
                 try:
                     r = session.get(f"{self.base_url}/ping/", timeout=1)
                     body = r.json() if r.status_code == 200 else None
@@ -169,8 +175,7 @@ class ServerProcess:
                     last = type(exc).__name__
                 time.sleep(0.05)
         raise ServerError(f"{self.spec.id} was not ready after {timeout:.0f}s (GET /ping/ must "
-                          f"answer {expected}; last: {last}); last lines of its log:\n"
-                          f"{log_tail(self.log_path)}")
+                          f"answer {expected}; last: {last})", self.log_path)
 
     def _refresh_tree(self) -> list[psutil.Process]:
         try:

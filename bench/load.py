@@ -256,7 +256,7 @@ def run_wrk(test: str, base_url: str, settings: LoadSettings,
     command = wrk_command(test, base_url, settings, duration_s)
     argv = [wrk] + command[1:]
     duration = _whole_seconds(settings.duration_s if duration_s is None else duration_s)
-    env = dict(os.environ, BENCH_WRK_SCRIPTS_DIR=str(SCRIPTS_DIR))
+    env = dict(os.environ)
 
     with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
         start = time.monotonic()

@@ -2,6 +2,7 @@
 warm up -> measure -> check -> stop, writing results.json after each case."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -10,6 +11,9 @@ from pathlib import Path
 from bench import db, dataset, lifecycle, load, provision, render, results, stats, verify
 from bench.config import Case, Settings, Variant, databases_needed
 from bench.manifest import ServerSpec
+
+
+WARMUP_SEED_OFFSET = 1_000_003
 
 
 def say(message: str) -> None:
@@ -118,7 +122,7 @@ class Run:
                 seconds = lifecycle.build(spec, self.settings, self.logs / f"build-{spec.id}.log")
                 self.doc["builds"][spec.id] = {"ok": True, "seconds": round(seconds, 2), "error": None}
             except lifecycle.ServerError as exc:
-                self.build_errors[spec.id] = str(exc).splitlines()[0]
+                self.build_errors[spec.id] = exc.reason
                 self.doc["builds"][spec.id] = {"ok": False, "seconds": 0, "error": str(exc)}
                 say(str(exc))
             self.save()
@@ -149,7 +153,7 @@ class Run:
                 return
             self._measure(case, server, endpoint, record)
         except lifecycle.ServerError as exc:
-            record.update(status=results.FAILED, reason=str(exc).splitlines()[0])
+            record.update(status=results.FAILED, reason=exc.reason)
             say(str(exc))
         except load.LoadError as exc:
             record.update(status=results.FAILED, reason=f"load generator: {exc}")
@@ -185,7 +189,10 @@ class Run:
                                           seed=s.seed, token=s.token)
         db_clock = db.scalar(endpoint, "SELECT CURRENT_TIMESTAMP") if endpoint else None
         if s.warmup > 0:
-            warm = load.run_wrk(case.test, server.base_url, load_settings, s.warmup)
+            # a seed of its own: with the run's seed the measured run would replay the
+            # warm-up's ids, and hit rows (and caches) the warm-up just touched
+            warm_settings = dataclasses.replace(load_settings, seed=s.seed + WARMUP_SEED_OFFSET)
+            warm = load.run_wrk(case.test, server.base_url, warm_settings, s.warmup)
             record["warmup"] = warm.summary
         base = server.resources()
         result = load.run_wrk(case.test, server.base_url, load_settings, s.duration)

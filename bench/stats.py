@@ -72,6 +72,7 @@ def judge(summary: dict, *, connections: int, threads: int, client_cpu_s: float,
                         f"time is lost outside the server")
     elif ratio is not None and ratio > LITTLE_FACTOR:
         warnings.append(f"Little's law mismatch: throughput x mean latency is {ratio:.1f}x the "
-                        f"{connections} connections; latency figures may include queueing in wrk")
+                        f"{connections} connections (factor {LITTLE_FACTOR}): the figures are "
+                        f"distorted, e.g. by stalls, timeouts or a run too short to settle")
     figures["client_bound"] = client_bound
     return valid, reason, warnings, figures

@@ -1,7 +1,7 @@
 -- Shared code for the benchmark's wrk scripts (wrk 4.1, LuaJIT).
 --
 -- Each test script does
---     local common = dofile(<dir of this file> .. "/common.lua")
+--     local common = require("common")      (with the script's folder on package.path)
 --     common.install(function(rand) return method, path, body end)
 -- which defines wrk's global hooks setup(), init(), request() and done().
 -- response() is deliberately NOT defined: defining it makes wrk hand every

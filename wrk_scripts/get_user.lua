@@ -1,16 +1,9 @@
 -- test "get user": GET /user/{id}/, id uniform in 1..10000.
 -- usage: wrk ... -s get_user.lua <base url> -- <token> <seed> [pool]
--- Find common.lua: $BENCH_WRK_SCRIPTS_DIR (set by bench/load.py), else the
--- directory of this script (wrk loads it with luaL_dofile, so the chunk name is
--- "@<path as given on the command line>").
-local function scripts_dir()
-   local d = os.getenv("BENCH_WRK_SCRIPTS_DIR")
-   if d and d ~= "" then return d end
-   local src = debug.getinfo(1, "S").source
-   if src:sub(1, 1) == "@" then return src:sub(2):match("^(.*)/[^/]*$") or "." end
-   return "."
-end
-local common = dofile(scripts_dir() .. "/common.lua")
+-- common.lua sits next to this script; wrk loads a script by the path it was given
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = here .. "?.lua;" .. package.path
+local common = require("common")
 
 common.install(function(c)
    return "GET", "/user/" .. math.random(1, 10000) .. "/", nil

@@ -112,3 +112,51 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path):
     assert doc["cases"][0]["status"] == "ok"
     assert doc["cases"][1]["status"] == "interrupted"
     assert port_is_free(19081)
+
+
+def test_broken_servers_are_caught_and_shown_not_dropped(tmp_path):
+    """Wrong answers stop a server before load; 500s under load make its run invalid; a
+    server that dies mid-run fails its case, and the run goes on."""
+    out = run_bench("--servers", "broken_wrong_user,broken_error_under_load,broken_dies_under_load",
+                    "--servers-dir", str(FIXTURES), "--databases", "postgres",
+                    "--tests", "get_user", "--duration", "2", "--warmup", "0",
+                    "--connections", "8", "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 1, out.stdout[-3000:]
+    doc = only_run(tmp_path)
+    by_server = {c["server"]: c for c in doc["cases"]}
+    wrong = by_server["broken_wrong_user"]
+    assert wrong["status"] == "verification failed" and wrong["summary"] is None
+    assert "username" in wrong["reason"]
+    erratic = by_server["broken_error_under_load"]
+    assert erratic["status"] == "invalid"
+    assert erratic["summary"]["errors"]["status"] > 0
+    assert "of requests failed (threshold 0.10%)" in erratic["reason"]
+    died = by_server["broken_dies_under_load"]
+    assert died["status"] == "failed" and "server exited during the run (code 7)" in died["reason"]
+    tables = (results.latest_run(tmp_path) / "tables.md").read_text()
+    assert "verification failed: " in tables and "invalid: " in tables
+    verification = (results.latest_run(tmp_path) / "verification.txt").read_text()
+    assert "broken_wrong_user" in verification
+
+
+def test_serve_starts_one_server_for_debugging_and_ctrl_c_stops_it():
+    import requests
+    proc = subprocess.Popen([sys.executable, "run_bench.py", "serve", "actix-web", "--db", "mysql",
+                             *PORTS], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("Ctrl-C stops"):
+                break
+        text = "".join(lines)
+        assert "is ready at http://127.0.0.1:19081" in text, text
+        assert "curl -s -H 'token: hardcoded_token' http://127.0.0.1:19081/user/42/" in text
+        r = requests.get("http://127.0.0.1:19081/user/42/", headers={"token": "hardcoded_token"})
+        assert r.status_code == 200 and r.json()["username"] == "user42_a1d0c"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert port_is_free(19081) and port_is_free(14307)

@@ -129,7 +129,7 @@ def vanishing_listener(port: int):
 
 def _wrk(args: list[str], timeout: float = 30, max_fds: int | None = None
          ) -> subprocess.CompletedProcess:
-    env = dict(os.environ, BENCH_WRK_SCRIPTS_DIR=str(load.SCRIPTS_DIR))
+    env = dict(os.environ)
 
     def limit_fds():
         resource.setrlimit(resource.RLIMIT_NOFILE, (max_fds, max_fds))

@@ -66,13 +66,21 @@ impl Config {
             "none" => DbKind::None,
             "postgres" | "postgresql" => DbKind::Postgres,
             "mysql" | "mariadb" => DbKind::Mysql,
-            other => return Err(ConfigError(format!("BENCH_DB={other:?}: expected postgres, mysql or none"))),
+            other => {
+                return Err(ConfigError(format!(
+                    "BENCH_DB={other:?}: expected postgres, mysql or none"
+                )))
+            }
         };
         // This server only has the raw-driver variant (manifest: orm = [false]); refuse
         // to run as an "ORM" variant rather than report a variant it does not implement.
         match var_or("BENCH_ORM", "0").as_str() {
             "0" | "false" | "False" => {}
-            other => return Err(ConfigError(format!("BENCH_ORM={other:?}: actix-web has no ORM variant"))),
+            other => {
+                return Err(ConfigError(format!(
+                    "BENCH_ORM={other:?}: actix-web has no ORM variant"
+                )))
+            }
         }
         let workers: usize = parse_num("BENCH_WORKERS", "8")?;
         if workers == 0 {

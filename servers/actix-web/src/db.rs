@@ -10,8 +10,8 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::Serialize;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlSslMode};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgSslMode};
 use sqlx::pool::PoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgSslMode};
 use sqlx::{Database, Pool};
 
 use crate::config::{Config, DbKind};
@@ -28,14 +28,35 @@ pub struct User {
     pub is_archived: bool,
 }
 
-type PgRow = (i32, String, Option<String>, DateTime<Utc>, DateTime<Utc>, bool);
+type PgRow = (
+    i32,
+    String,
+    Option<String>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    bool,
+);
 // MySQL DATETIME(6) has no zone; the contract stores UTC there, so the naive value is
 // read as NaiveDateTime and UTC is attached.
-type MyRow = (i32, String, Option<String>, NaiveDateTime, NaiveDateTime, bool);
+type MyRow = (
+    i32,
+    String,
+    Option<String>,
+    NaiveDateTime,
+    NaiveDateTime,
+    bool,
+);
 
 impl From<PgRow> for User {
     fn from(r: PgRow) -> User {
-        User { user_id: r.0, username: r.1, email: r.2, created_at: r.3, updated_at: r.4, is_archived: r.5 }
+        User {
+            user_id: r.0,
+            username: r.1,
+            email: r.2,
+            created_at: r.3,
+            updated_at: r.4,
+            is_archived: r.5,
+        }
     }
 }
 
@@ -55,7 +76,8 @@ impl From<MyRow> for User {
 const PG_SELECT: &str =
     "SELECT user_id, username, email, created_at, updated_at, is_archived FROM users WHERE user_id = $1";
 // One statement: RETURNING gives the row as stored after the update.
-const PG_UPDATE: &str = "UPDATE users SET username = $1, email = $2, updated_at = now() WHERE user_id = $3 \
+const PG_UPDATE: &str =
+    "UPDATE users SET username = $1, email = $2, updated_at = now() WHERE user_id = $3 \
      RETURNING user_id, username, email, created_at, updated_at, is_archived";
 
 const MY_SELECT: &str =
@@ -152,11 +174,17 @@ impl Db {
         match self {
             Db::None => Ok(None),
             Db::Postgres(pool) => {
-                let row: Option<PgRow> = sqlx::query_as(PG_SELECT).bind(id).fetch_optional(pool).await?;
+                let row: Option<PgRow> = sqlx::query_as(PG_SELECT)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?;
                 Ok(row.map(User::from))
             }
             Db::Mysql(pool) => {
-                let row: Option<MyRow> = sqlx::query_as(MY_SELECT).bind(id).fetch_optional(pool).await?;
+                let row: Option<MyRow> = sqlx::query_as(MY_SELECT)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?;
                 Ok(row.map(User::from))
             }
         }
@@ -164,7 +192,12 @@ impl Db {
 
     /// One UPDATE (PostgreSQL: with RETURNING; MySQL: then one SELECT).
     /// `Ok(None)` when no row has this id.
-    pub async fn update_user(&self, id: i32, username: &str, email: &str) -> Result<Option<User>, sqlx::Error> {
+    pub async fn update_user(
+        &self,
+        id: i32,
+        username: &str,
+        email: &str,
+    ) -> Result<Option<User>, sqlx::Error> {
         match self {
             Db::None => Ok(None),
             Db::Postgres(pool) => {
@@ -180,13 +213,21 @@ impl Db {
                 // Both statements on one connection: one acquire, and the SELECT runs
                 // right after our own UPDATE (autocommit, no extra BEGIN/COMMIT).
                 let mut conn = pool.acquire().await?;
-                let done = sqlx::query(MY_UPDATE).bind(username).bind(email).bind(id).execute(&mut *conn).await?;
+                let done = sqlx::query(MY_UPDATE)
+                    .bind(username)
+                    .bind(email)
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await?;
                 // sqlx connects with CLIENT_FOUND_ROWS, so this counts matched rows
                 // (not only changed ones): 0 means no such user, no SELECT needed.
                 if done.rows_affected() == 0 {
                     return Ok(None);
                 }
-                let row: Option<MyRow> = sqlx::query_as(MY_SELECT).bind(id).fetch_optional(&mut *conn).await?;
+                let row: Option<MyRow> = sqlx::query_as(MY_SELECT)
+                    .bind(id)
+                    .fetch_optional(&mut *conn)
+                    .await?;
                 Ok(row.map(User::from))
             }
         }

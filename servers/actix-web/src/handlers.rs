@@ -26,8 +26,9 @@ const TOKEN_HEADER: HeaderName = HeaderName::from_static("token");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 
-/// A PATCH body is two short strings; anything far larger is refused (413) before
-/// it is buffered.
+/// A PATCH body is two strings of at most 256 characters; anything far larger is
+/// refused before it is buffered, with a 400 like every other bad body (the
+/// contract allows 400 or 422 for bad bodies, so not 413).
 const MAX_BODY: usize = 64 * 1024;
 /// The columns are varchar(256) / VARCHAR(256): longer values would be a database
 /// error (a 5xx), so they are refused up front with a 400.
@@ -45,7 +46,10 @@ pub fn error(status: StatusCode, reason: &str) -> HttpResponse {
         error: &'a str,
     }
     // Serialising a struct of one &str cannot fail.
-    json_response(status, serde_json::to_vec(&Err { error: reason }).unwrap_or_default())
+    json_response(
+        status,
+        serde_json::to_vec(&Err { error: reason }).unwrap_or_default(),
+    )
 }
 
 #[inline]
@@ -57,17 +61,18 @@ fn authorized(req: &HttpRequest, state: &AppState) -> bool {
 }
 
 fn unauthorized() -> HttpResponse {
-    error(StatusCode::UNAUTHORIZED, "invalid or missing token")
+    error(StatusCode::UNAUTHORIZED, "invalid token")
 }
 
-/// `{id}` as the contract's user_id (a PostgreSQL `integer`): ASCII digits only, and
-/// within i32. A sign, an empty or non-numeric segment, or an id too large for the
-/// column is simply "no such user" (404) without touching the database.
+/// `{id}` as the contract's user_id (a PostgreSQL `integer`): ASCII digits only, at
+/// most 10 of them, 1..=2147483647 (servers/README.md, as every server does it). A
+/// sign, an empty or non-numeric segment, 0, or an id too large for the column is
+/// simply "not found" (404) without touching the database.
 fn parse_id(raw: &str) -> Option<i32> {
-    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+    if raw.is_empty() || raw.len() > 10 || !raw.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    raw.parse::<i32>().ok()
+    raw.parse::<i32>().ok().filter(|&id| id >= 1)
 }
 
 fn user_response(user: &User) -> HttpResponse {
@@ -95,11 +100,11 @@ pub async fn get_user(req: HttpRequest, state: web::Data<AppState>) -> HttpRespo
         return error(StatusCode::NOT_FOUND, "no database");
     }
     let Some(id) = parse_id(req.match_info().query("id")) else {
-        return error(StatusCode::NOT_FOUND, "user not found");
+        return error(StatusCode::NOT_FOUND, "not found");
     };
     match state.db.get_user(id).await {
         Ok(Some(user)) => user_response(&user),
-        Ok(None) => error(StatusCode::NOT_FOUND, "user not found"),
+        Ok(None) => error(StatusCode::NOT_FOUND, "not found"),
         Err(e) => db_error(e),
     }
 }
@@ -138,7 +143,11 @@ fn parse_update(body: &[u8]) -> Result<(String, String), &'static str> {
     Ok((username, email))
 }
 
-pub async fn patch_user(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
+pub async fn patch_user(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> HttpResponse {
     if !authorized(&req, &state) {
         return unauthorized();
     }
@@ -146,13 +155,13 @@ pub async fn patch_user(req: HttpRequest, payload: web::Payload, state: web::Dat
         return error(StatusCode::NOT_FOUND, "no database");
     }
     let Some(id) = parse_id(req.match_info().query("id")) else {
-        return error(StatusCode::NOT_FOUND, "user not found");
+        return error(StatusCode::NOT_FOUND, "not found");
     };
     // The body is taken as raw bytes whatever its Content-Type, and parsed here.
     let body = match payload.to_bytes_limited(MAX_BODY).await {
         Ok(Ok(body)) => body,
         Ok(Err(_)) => return error(StatusCode::BAD_REQUEST, "could not read body"),
-        Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "body too large"),
+        Err(_) => return error(StatusCode::BAD_REQUEST, "body too large"),
     };
     let (username, email) = match parse_update(&body) {
         Ok(fields) => fields,
@@ -160,7 +169,7 @@ pub async fn patch_user(req: HttpRequest, payload: web::Payload, state: web::Dat
     };
     match state.db.update_user(id, &username, &email).await {
         Ok(Some(user)) => user_response(&user),
-        Ok(None) => error(StatusCode::NOT_FOUND, "user not found"),
+        Ok(None) => error(StatusCode::NOT_FOUND, "not found"),
         Err(e) => db_error(e),
     }
 }
@@ -188,7 +197,11 @@ pub async fn plain(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
         return unauthorized();
     }
     let [p1, p2, p3] = params(req.query_string());
-    let (p1, p2, p3) = (p1.as_deref().unwrap_or(""), p2.as_deref().unwrap_or(""), p3.as_deref().unwrap_or(""));
+    let (p1, p2, p3) = (
+        p1.as_deref().unwrap_or(""),
+        p2.as_deref().unwrap_or(""),
+        p3.as_deref().unwrap_or(""),
+    );
     let mut body = String::with_capacity(30 + p1.len() + p2.len() + p3.len());
     body.push_str("param1=");
     body.push_str(p1);
@@ -212,7 +225,11 @@ pub async fn to_json(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         param3: Option<&'a str>,
     }
     let [p1, p2, p3] = params(req.query_string());
-    let out = Params { param1: p1.as_deref(), param2: p2.as_deref(), param3: p3.as_deref() };
+    let out = Params {
+        param1: p1.as_deref(),
+        param2: p2.as_deref(),
+        param3: p3.as_deref(),
+    };
     match serde_json::to_vec(&out) {
         Ok(body) => json_response(StatusCode::OK, body),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "serialisation failed"),
@@ -237,6 +254,9 @@ mod tests {
     fn ids() {
         assert_eq!(parse_id("1"), Some(1));
         assert_eq!(parse_id("0010"), Some(10));
+        assert_eq!(parse_id("0000000001"), Some(1));
+        assert_eq!(parse_id("00000000001"), None);
+        assert_eq!(parse_id("0"), None);
         assert_eq!(parse_id("2147483647"), Some(i32::MAX));
         assert_eq!(parse_id("2147483648"), None);
         assert_eq!(parse_id("99999999999999999999999999"), None);
@@ -249,8 +269,14 @@ mod tests {
 
     #[test]
     fn bodies() {
-        assert_eq!(parse_update(br#"{"username":"a","email":"b"}"#), Ok(("a".into(), "b".into())));
-        assert_eq!(parse_update(br#"{"username":"a","email":""}"#), Ok(("a".into(), "".into())));
+        assert_eq!(
+            parse_update(br#"{"username":"a","email":"b"}"#),
+            Ok(("a".into(), "b".into()))
+        );
+        assert_eq!(
+            parse_update(br#"{"username":"a","email":""}"#),
+            Ok(("a".into(), "".into()))
+        );
         assert!(parse_update(b"").is_err());
         assert!(parse_update(b"not json").is_err());
         assert!(parse_update(b"[1,2]").is_err());
@@ -278,6 +304,9 @@ mod tests {
         assert_eq!(b.as_deref(), Some("x y"));
         assert_eq!(c.as_deref(), Some("%ZZ"));
         let [a, b, c] = params("param2=&other=1&%FF=%FF");
-        assert_eq!((a.as_deref(), b.as_deref(), c.as_deref()), (None, Some(""), None));
+        assert_eq!(
+            (a.as_deref(), b.as_deref(), c.as_deref()),
+            (None, Some(""), None)
+        );
     }
 }
