@@ -200,37 +200,46 @@ class ServerProcess:
         return ResourceSnapshot(cpu, rss / 2**20, len(procs))
 
     def stop(self, grace: float = 5.0) -> float:
-        """SIGTERM the process group, SIGKILL what is left after `grace`; returns seconds."""
+        """The manifest's stop signal (SIGTERM) to the process group, SIGKILL to what is
+        left after `grace`; returns seconds."""
         if self.proc is None:
             return 0.0
         start = time.monotonic()
-        self._refresh_tree() if self.alive() else None
+        if self.alive():
+            self._refresh_tree()
         try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            os.killpg(self.proc.pid, getattr(signal, self.spec.stop_signal))
         except ProcessLookupError:
             pass
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        # workers that left the group, or a leader that exited first, are killed too
-        stragglers = [p for p in self._tree.values() if p.is_running()]
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        for p in stragglers:
+        deadline = start + grace
+        while self._survivors() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        survivors = self._survivors()
+        # workers that left the group, or outlived their leader, are killed one by one
+        for p in survivors:
             try:
                 p.kill()
             except psutil.Error:
                 pass
-        psutil.wait_procs(stragglers, timeout=2)
         try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
+        self.proc.wait(timeout=5)
         self._wait_port_free()
         return time.monotonic() - start
+
+    def _survivors(self) -> list[psutil.Process]:
+        """Processes of the server's tree still running (a zombie has finished)."""
+        self.proc.poll()               # reap the leader as soon as it exits
+        alive = []
+        for p in self._tree.values():
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except psutil.Error:
+                continue
+        return alive
 
     def _wait_port_free(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout

@@ -35,6 +35,7 @@ class ServerSpec:
     env: dict = field(default_factory=dict)
     ready_timeout: float = 60.0
     notes: dict = field(default_factory=dict)
+    stop_signal: str = "SIGTERM"     # sent to the whole process group to stop the server
 
     def variants(self) -> list[tuple[str, bool]]:
         """(database, orm) pairs the server supports, in manifest order."""
@@ -52,6 +53,13 @@ def _require(data: dict, key: str, kind: type, path: Path):
     if not isinstance(data[key], kind):
         raise ManifestError(f"{path}: {key!r} must be a {kind.__name__}")
     return data[key]
+
+
+def _stop_signal(name: str, path: Path) -> str:
+    import signal
+    if not isinstance(name, str) or not isinstance(getattr(signal, name, None), signal.Signals):
+        raise ManifestError(f"{path}: stop_signal {name!r} is not a signal name such as SIGTERM")
+    return name
 
 
 def load_manifest(folder: Path) -> ServerSpec:
@@ -82,6 +90,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         env={k: str(v) for k, v in data.get("env", {}).items()},
         ready_timeout=float(data.get("ready_timeout", 60)),
         notes=data.get("notes", {}),
+        stop_signal=_stop_signal(data.get("stop_signal", "SIGTERM"), path),
     )
 
 

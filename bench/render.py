@@ -26,6 +26,7 @@ class Table:
     test: str
     rows: list[list[str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    client_bound: list[str] = field(default_factory=list)   # servers whose figure wrk limited
 
 
 def _ms(value: float) -> str:
@@ -56,6 +57,8 @@ def build_tables(doc: dict) -> list[Table]:
         others = [c for c in cases if c not in ranked]
         table = Table(test)
         for case in ranked + others:
+            if case.get("checks", {}).get("client_bound") and case["status"] == OK:
+                table.client_bound.append(case["server"])
             refs = ""
             for warning in case.get("warnings", []):
                 table.notes.append(f"{case['server']} ({case['database']}, "
@@ -78,6 +81,10 @@ def to_markdown(tables: list[Table], doc: dict) -> str:
     for table in tables:
         out += [f"## {table.test}", "", tabulate(table.rows, HEADERS, tablefmt="pipe",
                                                  disable_numparse=True), ""]
+        if len(table.client_bound) > 1:
+            out += [f"Client-bound rows ({', '.join(table.client_bound)}) measure the load "
+                    f"generator as much as the server: their order among themselves is not a "
+                    f"ranking.", ""]
         if table.notes:
             out += ["Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(table.notes, 1)] + [""]
     return "\n".join(out)

@@ -212,7 +212,8 @@ class Run:
             return
         valid, reason, warnings, figures = stats.judge(
             result.summary, connections=s.connections, threads=s.threads,
-            client_cpu_s=result.client_cpu_s, wall_s=result.wall_s, threshold=s.error_threshold)
+            client_cpu_s=result.client_cpu_s, wall_s=result.wall_s, threshold=s.error_threshold,
+            server_cpu_s=after.cpu_s - base.cpu_s)
         record["error_rate"] = figures["error_rate"]
         record["checks"].update(figures)
         record["warnings"] += warnings

@@ -45,6 +45,25 @@ def test_saturated_client_is_reported_client_bound():
     assert any("Little's law" in w for w in warnings)
 
 
+def test_load_generator_taking_a_third_of_the_cpu_is_client_bound():
+    s = summary(130_000, 0.45)          # Little's law fine: 130k x 0.45 ms = 58 of 64
+    _, _, warnings, figures = stats.judge(s, connections=64, threads=1, client_cpu_s=1.05,
+                                          wall_s=2, threshold=0.001, server_cpu_s=1.45)
+    assert figures["client_bound"] is True and figures["client_cpu_share"] == pytest.approx(0.42)
+    assert warnings == [w for w in warnings if w.startswith("client-bound: wrk used 42% of the CPU")]
+    _, _, warnings, figures = stats.judge(s, connections=64, threads=1, client_cpu_s=0.5,
+                                          wall_s=2, threshold=0.001, server_cpu_s=3.4)
+    assert figures["client_bound"] is False and warnings == []
+
+
+def test_stalls_are_recorded_not_warned():
+    # wrk's coordinated-omission correction makes mean latency exceed C / throughput
+    s = summary(7_000, 28.0)
+    _, _, warnings, figures = stats.judge(s, connections=64, threads=1, client_cpu_s=0.2,
+                                          wall_s=2, threshold=0.001, server_cpu_s=3.0)
+    assert warnings == [] and figures["latency_corrected_for_stalls"] is True
+
+
 def test_no_requests_is_invalid():
     s = summary(0, 0.0, requests=0)
     valid, reason, _, _ = stats.judge(s, connections=8, threads=1, client_cpu_s=0, wall_s=1,
