@@ -105,33 +105,40 @@ async def ping() -> JSONResponse:
     return JSONResponse(PING)
 
 
-@app.get("/user/{raw_id}/")
-async def get_user(raw_id: str, request: Request, token: Token = None) -> JSONResponse:
+def _user_target(raw_id: str, request: Request, token: str | None):
+    """(repository, id) for a user request, or the error response (token, database, id)."""
     if not token_ok(token, settings):
-        return _error(401, ERR_TOKEN)
+        return None, _error(401, ERR_TOKEN)
     repo = request.app.state.repo
     if repo is None:
-        return _error(404, ERR_NO_DB)
+        return None, _error(404, ERR_NO_DB)
     user_id = parse_user_id(raw_id)
     if user_id is None:
-        return _error(404, ERR_NOT_FOUND)
-    found = await repo.get_user(user_id)
+        return None, _error(404, ERR_NOT_FOUND)
+    return (repo, user_id), None
+
+
+def _user_response(found: dict | None) -> JSONResponse:
     return _error(404, ERR_NOT_FOUND) if found is None else JSONResponse(found)
+
+
+@app.get("/user/{raw_id}/")
+async def get_user(raw_id: str, request: Request, token: Token = None) -> JSONResponse:
+    target, problem = _user_target(raw_id, request, token)
+    if problem:
+        return problem
+    repo, user_id = target
+    return _user_response(await repo.get_user(user_id))
 
 
 @app.patch("/user/{raw_id}/")
 async def patch_user(raw_id: str, body: UserPatch, request: Request,
                      token: Token = None) -> JSONResponse:
-    if not token_ok(token, settings):
-        return _error(401, ERR_TOKEN)
-    repo = request.app.state.repo
-    if repo is None:
-        return _error(404, ERR_NO_DB)
-    user_id = parse_user_id(raw_id)
-    if user_id is None:
-        return _error(404, ERR_NOT_FOUND)
-    found = await repo.update_user(user_id, body.username, body.email)
-    return _error(404, ERR_NOT_FOUND) if found is None else JSONResponse(found)
+    target, problem = _user_target(raw_id, request, token)
+    if problem:
+        return problem
+    repo, user_id = target
+    return _user_response(await repo.update_user(user_id, body.username, body.email))
 
 
 @app.get("/plain/")

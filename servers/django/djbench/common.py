@@ -48,6 +48,19 @@ def parse_id(raw: str) -> int | None:
     return user_id if 1 <= user_id <= MAX_ID else None
 
 
+def check_user_request(request, user_id: str) -> tuple[int | None, JsonResponse | None]:
+    """(primary key, None) for a user request the views may serve, else (None, the error
+    response): the same order of checks as every server (token, method, database, id)."""
+    if not token_ok(request):
+        return None, unauthorized()
+    if request.method not in ("GET", "PATCH"):
+        return None, method_not_allowed()
+    if not HAS_DB:
+        return None, no_database()
+    pk = parse_id(user_id)
+    return (pk, None) if pk is not None else (None, user_not_found())
+
+
 def _text_problem(name: str, value) -> str | None:
     if not isinstance(value, str):
         return f"{name} must be a string"

@@ -12,17 +12,10 @@ async def ping(request):
 
 
 async def user(request, user_id: str):
-    if not common.token_ok(request):
-        return common.unauthorized()
-    method = request.method
-    if method != "GET" and method != "PATCH":
-        return common.method_not_allowed()
-    if not common.HAS_DB:
-        return common.no_database()
-    pk = common.parse_id(user_id)
-    if pk is None:
-        return common.user_not_found()
-    if method == "PATCH":
+    pk, problem = common.check_user_request(request, user_id)
+    if problem:
+        return problem
+    if request.method == "PATCH":
         fields, problem = common.parse_update(request.body)
         if problem:
             return problem
