@@ -68,7 +68,8 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="run_bench.py",
         description="Benchmark web frameworks on real PostgreSQL and MySQL/MariaDB with wrk. "
-                    "Without a command, `run` is assumed.")
+                    "Without a command, `run` is assumed; `run_bench.py run --help` lists "
+                    "its options.")
     sub = top.add_subparsers(dest="command")
 
     run = sub.add_parser("run", help="verify and measure the selected cases (default)")
