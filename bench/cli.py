@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -188,6 +189,9 @@ def cmd_run(settings: Settings, specs: dict) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C must always stop a run cleanly, even when started from a shell that made
+    # its background jobs ignore SIGINT (Python would then keep ignoring it)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "run")

@@ -78,7 +78,10 @@ def _find(candidates: list[str]) -> str | None:
 def postgres_bindir() -> str:
     """The newest installed PostgreSQL server binaries (Debian keeps them off PATH)."""
     if os.environ.get("BENCH_PG_BINDIR"):
-        return os.environ["BENCH_PG_BINDIR"]
+        bindir = os.environ["BENCH_PG_BINDIR"]
+        if not os.access(os.path.join(bindir, "postgres"), os.X_OK):
+            raise ProvisionError(f"BENCH_PG_BINDIR={bindir} has no postgres binary")
+        return bindir
     dirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda d: int(d.split("/")[-2]))
     for d in reversed(dirs):
         if os.access(os.path.join(d, "postgres"), os.X_OK):

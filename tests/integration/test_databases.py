@@ -58,3 +58,14 @@ def test_external_mode_uses_a_dsn(databases):
 def test_external_mode_without_dsn_says_which_flag():
     with pytest.raises(provision.ProvisionError, match="--mysql-dsn / BENCH_MYSQL_DSN"):
         provision.provider("external", ["mysql"], dsns={}).start()
+
+
+def test_missing_server_binaries_say_how_to_install_them(monkeypatch, tmp_path):
+    monkeypatch.delenv("BENCH_PG_BINDIR", raising=False)
+    monkeypatch.setattr(provision.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(provision.shutil, "which", lambda name: None)
+    monkeypatch.setattr(provision.os, "access", lambda path, mode: False)
+    with pytest.raises(provision.ProvisionError, match="apt-get install postgresql"):
+        provision.postgres_bindir()
+    with pytest.raises(provision.ProvisionError, match="apt-get install mariadb-server"):
+        provision.LocalServer("mysql", 1, tmp_path)._mysqld()
