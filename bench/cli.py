@@ -130,6 +130,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     for name in vars(s):
         if hasattr(args, name) and name not in ("tests", "servers_dirs", "error_threshold"):
             setattr(s, name, getattr(args, name))
+    if not isinstance(s.orm, str):        # `serve --orm` is a flag, not a selection
+        s.orm = "orm" if s.orm else "raw"
     if hasattr(args, "tests"):
         s.tests = [config.normalise_test(t) for t in args.tests]
     if getattr(args, "error_threshold", None) is not None:
