@@ -256,13 +256,12 @@ def run_wrk(test: str, base_url: str, settings: LoadSettings,
     command = wrk_command(test, base_url, settings, duration_s)
     argv = [wrk] + command[1:]
     duration = _whole_seconds(settings.duration_s if duration_s is None else duration_s)
-    env = dict(os.environ)
 
     with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
         start = time.monotonic()
         # own session: a terminal Ctrl-C reaches us only, and we decide what wrk gets
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                env=env, start_new_session=True)
+                                start_new_session=True)
         deadline = start + duration + KILL_GRACE_S
         timed_out = False
         try:

@@ -5,6 +5,7 @@ the rest of the harness sees `ServerSpec` objects and never names a framework.
 """
 from __future__ import annotations
 
+import signal
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,6 @@ def _require(data: dict, key: str, kind: type, path: Path):
 
 
 def _stop_signal(name: str, path: Path) -> str:
-    import signal
     if not isinstance(name, str) or not isinstance(getattr(signal, name, None), signal.Signals):
         raise ManifestError(f"{path}: stop_signal {name!r} is not a signal name such as SIGTERM")
     return name

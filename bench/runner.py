@@ -183,7 +183,6 @@ class Run:
     def _measure(self, case: Case, server: lifecycle.ServerProcess,
                  endpoint: db.Endpoint | None, record: dict) -> None:
         s = self.settings
-        base = lifecycle.ResourceSnapshot(0, 0, 0)
         load_settings = load.LoadSettings(threads=s.threads, connections=s.connections,
                                           duration_s=s.duration, timeout_s=s.timeout,
                                           seed=s.seed, token=s.token)
