@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Render the result tables of a stored run (default: the latest) without re-running anything.
 
-    python create_markdown_tables.py [RESULTS] [--format md|csv] [--no-write]
+    python create_markdown_tables.py [RESULTS] [--format md|csv|json] [--no-write]
 
-RESULTS is a run folder or its results.json. The markdown is printed and written next to
-the results as tables.md (tables.csv for --format csv).
+RESULTS is a run folder or its results.json (any schema version this harness reads).
+The tables are printed and written next to the results as tables.<format>.
 """
 import argparse
 import sys
 from pathlib import Path
 
-from bench import render, results
+from bench.report import formats, tables
+from bench.storage import results
 
 REPO = Path(__file__).resolve().parent
 
@@ -19,7 +20,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("results", nargs="?", type=Path,
                    help="run folder or results.json (default: the latest run under results/)")
-    p.add_argument("--format", choices=sorted(render.EXPORTERS), default="md")
+    p.add_argument("--format", choices=sorted(formats.EXPORTERS), default="md")
     p.add_argument("--no-write", action="store_true", help="print only")
     args = p.parse_args(argv)
     try:
@@ -29,7 +30,7 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     run_dir = run_dir if run_dir.is_dir() else run_dir.parent
-    text = render.EXPORTERS[args.format](render.build_tables(doc), doc)
+    text = formats.EXPORTERS[args.format](tables.build_tables(doc), doc)
     print(text)
     if not args.no_write:
         (run_dir / f"tables.{args.format}").write_text(text)

@@ -1,19 +1,30 @@
-"""One benchmark run: provision, build, then for every case restore -> start -> verify ->
-warm up -> measure -> check -> stop, writing results.json after each case."""
+"""One benchmark run: provision, build, then every sample of the interleaved schedule
+(restore -> start -> ready -> verify once per variant -> warm up -> measure while
+sampling resources -> judge -> check -> stop), saving results.json after each sample."""
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import db, dataset, lifecycle, load, provision, render, results, stats, verify
-from bench.config import Case, Settings, Variant, databases_needed
-from bench.manifest import ServerSpec
-
+from bench.analysis import judge, statistics
+from bench.core import dataset
+from bench.core.plan import Case, Sample, databases_needed, schedule
+from bench.core.settings import Settings
+from bench.infra import databases, db, environment
+from bench.infra.lifecycle import running_server
+from bench.infra.resources import ResourceSampler
+from bench.infra.server import ServerError, ServerProcess, build
+from bench.infra.signals import sigterm_as_interrupt
+from bench.load import wrk
+from bench.report import formats, tables
+from bench.storage import results
+from bench.verify import verifier
 
 WARMUP_SEED_OFFSET = 1_000_003
+# each sample's request stream differs (seeded per repetition) but is repeatable
+SAMPLE_SEED_STRIDE = 7919
 
 
 def say(message: str) -> None:
@@ -32,104 +43,134 @@ def expected_distinct_rows(requests: int, rows: int = dataset.ROW_COUNT) -> floa
     return rows * (1 - (1 - 1 / rows) ** requests)
 
 
-@dataclass
-class Run:
-    settings: Settings
-    cases: list[Case]
+def blank_sample(index: int, rnd: int) -> dict:
+    return {"index": index, "round": rnd, "status": results.PENDING, "reason": None,
+            "warnings": [], "started_at": None, "summary": None, "warmup": None,
+            "error_rate": None, "wrk": None, "resources": None, "server_process": None,
+            "checks": {}, "overhead_s": {}, "log": None}
 
-    def __post_init__(self):
+
+def blank_case(case: Case, repeat: int) -> dict:
+    v = case.variant
+    return {"id": case.id, "key": case.key(), "server": v.server.id, "database": v.database,
+            "orm": v.orm, "test": case.test, "status": results.PENDING, "reason": None,
+            "warnings": [], "stats": None,
+            "samples": [blank_sample(i, i) for i in range(repeat)]}
+
+
+class Run:
+    def __init__(self, settings: Settings, cases: list[Case]):
+        self.settings, self.cases = settings, cases
+        if settings.order_seed is None:
+            settings.order_seed = random.SystemRandom().randrange(2**31)
+        self.samples: list[Sample] = schedule(cases, settings.repeat, settings.order_seed)
+        self.load = wrk.LoadSettings(threads=settings.wrk_threads,
+                                     connections=settings.connections,
+                                     duration_s=settings.duration, timeout_s=settings.timeout,
+                                     seed=settings.seed, token=settings.token)
         self.run_id = results.new_run_id()
-        self.run_dir = Path(self.settings.results_dir) / self.run_id
+        self.run_dir = Path(settings.results_dir) / self.run_id
         self.logs = self.run_dir / "logs"
-        self.doc = results.new_document(self.run_id, self.settings.public(), results.environment())
-        self.doc["cases"] = [self._blank(c) for c in self.cases]
+        load_record = {"generator": "wrk", "version": environment.tools()["wrk"],
+                       "threads": self.load.threads, "connections": self.load.open_connections,
+                       "connections_requested": settings.connections}
+        self.doc = results.new_document(self.run_id, settings.public(),
+                                        environment.environment(), load_record)
+        self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])
+        specs = {c.variant.server.id: c.variant.server for c in cases}
+        self.doc["servers"] = {sid: {"description": s.description, "language": s.language,
+                                     "concurrency": s.concurrency,
+                                     "versions": environment.server_versions(s.dir)}
+                               for sid, s in specs.items()}
+        self.doc["cases"] = [blank_case(c, settings.repeat) for c in cases]
+        self.records = {c.id: r for c, r in zip(cases, self.doc["cases"])}
+        self.doc["schedule"] = {"order_seed": settings.order_seed, "rounds": settings.repeat,
+                                "order": [f"{s.case.id}#{s.index}" for s in self.samples]}
         self.endpoints: dict[str, db.Endpoint] = {}
+        self.provider = None
         self.build_errors: dict[str, str] = {}
 
-    @staticmethod
-    def _blank(case: Case) -> dict:
-        v = case.variant
-        return {"id": case.id, "server": v.server.id, "database": v.database, "orm": v.orm,
-                "test": case.test, "status": results.PENDING, "reason": None, "warnings": [],
-                "summary": None, "warmup": None, "error_rate": None, "wrk": None,
-                "server_process": None, "checks": {}, "overhead_s": {}, "log": None}
-
     def save(self) -> None:
+        statistics.refresh(self.doc)
         results.save(self.doc, self.run_dir)
 
     # ------------------------------------------------------------------ the run
     def execute(self) -> dict:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.save()
-        say(f"run {self.run_id}: {len(self.cases)} cases, results in {self.run_dir}")
-        provider = None
+        say(f"run {self.run_id}: {len(self.cases)} cases x {self.settings.repeat} samples, "
+            f"order seed {self.settings.order_seed}; results in {self.run_dir}")
         try:
-            with lifecycle.sigterm_as_interrupt():
+            with sigterm_as_interrupt():
                 engines = databases_needed(self.cases)
                 if engines:
-                    provider = self._provision(engines)
+                    self._provision(engines)
                 self._build_all()
-                for index, (case, record) in enumerate(zip(self.cases, self.doc["cases"]), 1):
-                    say(f"[{index}/{len(self.cases)}] {case.variant.key} {case.test}")
-                    self._run_case(case, record)
+                for n, sample in enumerate(self.samples, 1):
+                    record = self.records[sample.case.id]["samples"][sample.index]
+                    say(f"[{n}/{len(self.samples)}] round {sample.round + 1}: "
+                        f"{sample.case.variant.key} {sample.case.test}")
+                    self._run_sample(sample, record)
                     self.save()
                     say(f"    -> {self._outcome(record)}")
             self.doc["status"] = "complete"
         except KeyboardInterrupt:
             self.doc["status"] = "interrupted"
             self.doc["reason"] = "interrupted (Ctrl-C or SIGTERM); results so far are kept"
-            for record in self.doc["cases"]:
-                if record["status"] == results.PENDING:
-                    record["status"] = results.INTERRUPTED
-                    record["reason"] = "run interrupted before this case finished"
+            for case in self.doc["cases"]:
+                for record in case["samples"]:
+                    if record["status"] == results.PENDING:
+                        record["status"] = results.INTERRUPTED
+                        record["reason"] = "run interrupted before this sample was measured"
             say("\ninterrupted: stopping servers and databases, keeping results so far")
-        except (provision.ProvisionError, load.LoadError) as exc:
+        except (databases.ProvisionError, wrk.LoadError) as exc:
             self.doc["status"] = "failed"
             self.doc["reason"] = str(exc)
+            for case in self.doc["cases"]:
+                for record in case["samples"]:
+                    if record["status"] == results.PENDING:
+                        record.update(status=results.FAILED, reason=f"run failed: {exc}"[:300])
             say(f"run failed: {exc}")
         finally:
-            if provider is not None:
-                provider.stop()
+            if self.provider is not None:
+                self.provider.stop()
             self.doc["finished_at"] = results.now_iso()
             self.save()
             self._write_tables()
         return self.doc
 
-    def _provision(self, engines: list[str]):
-        s = self.settings
-        prov = provision.provider(s.db_mode, engines,
-                                  ports={"postgres": s.pg_port, "mysql": s.mysql_port},
-                                  dsns={"postgres": s.postgres_dsn, "mysql": s.mysql_dsn},
-                                  keep=s.keep_db)
+    def _provision(self, engines: list[str]) -> None:
+        prov = databases.for_settings(self.settings, engines)
         say(f"databases ({prov.mode}): starting {', '.join(engines)}")
         try:
             self.endpoints = prov.start()
         except BaseException:
             prov.stop()
             raise
+        self.provider = prov
         for engine, ep in self.endpoints.items():
             self.doc["databases"][engine] = {**ep.public(), "mode": prov.mode,
                                              "version": database_version(ep)}
-        return prov
 
     def _build_all(self) -> None:
-        specs: dict[str, ServerSpec] = {c.variant.server.id: c.variant.server for c in self.cases}
+        specs = {c.variant.server.id: c.variant.server for c in self.cases}
         for spec in specs.values():
             if not spec.build:
                 continue
             say(f"building {spec.id} (log: logs/build-{spec.id}.log)")
             try:
-                seconds = lifecycle.build(spec, self.settings, self.logs / f"build-{spec.id}.log")
-                self.doc["builds"][spec.id] = {"ok": True, "seconds": round(seconds, 2), "error": None}
-            except lifecycle.ServerError as exc:
+                seconds = build(spec, self.settings, self.logs / f"build-{spec.id}.log")
+                self.doc["builds"][spec.id] = {"ok": True, "seconds": round(seconds, 2),
+                                               "error": None}
+            except ServerError as exc:
                 self.build_errors[spec.id] = exc.reason
                 self.doc["builds"][spec.id] = {"ok": False, "seconds": 0, "error": str(exc)}
                 say(str(exc))
             self.save()
 
-    # ------------------------------------------------------------------ one case
-    def _run_case(self, case: Case, record: dict) -> None:
-        v = case.variant
+    # ------------------------------------------------------------------ one sample
+    def _run_sample(self, sample: Sample, record: dict) -> None:
+        case, v = sample.case, sample.case.variant
         record["started_at"] = results.now_iso()
         if v.server.id in self.build_errors:
             record.update(status=results.FAILED, reason=self.build_errors[v.server.id])
@@ -139,89 +180,83 @@ class Run:
             record.update(status=results.VERIFICATION_FAILED, reason=known["reason"])
             return
         endpoint = self.endpoints.get(v.database)
-        log_path = self.logs / f"{case.id.replace('/', '__')}.log"
+        log_path = self.logs / f"{case.id.replace('/', '__')}#{sample.index}.log"
         record["log"] = str(log_path.relative_to(self.run_dir))
-        overhead = record["overhead_s"]
-        overhead["restore"] = round(db.restore(endpoint), 4) if endpoint else 0.0
-        server = lifecycle.ServerProcess(v, self.settings, endpoint, log_path)
+        check = verifier(self.settings.token) if (self.settings.verify and known is None) else None
         try:
-            t0 = time.monotonic()
-            server.start()
-            server.wait_ready()
-            overhead["start_to_ready"] = round(time.monotonic() - t0, 4)
-            if not self._verified(v, server, endpoint, record):
-                return
-            self._measure(case, server, endpoint, record)
-        except lifecycle.ServerError as exc:
+            with running_server(v, self.settings, endpoint, log_path, verifier=check,
+                                overhead_s=record["overhead_s"]) as running:
+                if check is not None:
+                    self._record_verification(v.key, running.verification)
+                if not self.doc["verification"].get(v.key, {"passed": True})["passed"]:
+                    record.update(status=results.VERIFICATION_FAILED,
+                                  reason=self.doc["verification"][v.key]["reason"])
+                    return
+                self._measure(sample, running.server, endpoint, record)
+        except ServerError as exc:
             record.update(status=results.FAILED, reason=exc.reason)
             say(str(exc))
-        except load.LoadError as exc:
-            record.update(status=results.FAILED, reason=f"load generator: {exc}")
-        finally:
-            overhead["stop"] = round(server.stop(), 4)
-            overhead["total"] = round(sum(overhead.get(k, 0.0) for k in
-                                          ("restore", "start_to_ready", "stop")), 4)
+        except wrk.LoadError as exc:
+            record.update(status=results.FAILED, reason=f"load generator: {exc}"[:500])
+        except Exception as exc:  # noqa: BLE001 - one broken sample must not end the run
+            record.update(status=results.FAILED, reason=f"{type(exc).__name__}: {exc}"[:500])
+            say(f"    sample failed: {type(exc).__name__}: {exc}")
 
-    def _verified(self, v: Variant, server: lifecycle.ServerProcess,
-                  endpoint: db.Endpoint | None, record: dict) -> bool:
-        if not self.settings.verify:
-            return True
-        if v.key not in self.doc["verification"]:
-            report = verify.verify_server(server.base_url, server_id=v.server.id,
-                                          database=v.database, orm=v.orm,
-                                          token=self.settings.token, endpoint=endpoint)
-            self.doc["verification"][v.key] = report.to_dict()
-            with open(self.run_dir / "verification.txt", "a") as f:
-                f.write(report.summary_text() + "\n\n")
-            say(f"    verification: {'passed' if report.passed else 'FAILED: ' + report.reason}")
-        known = self.doc["verification"][v.key]
-        if not known["passed"]:
-            record.update(status=results.VERIFICATION_FAILED, reason=known["reason"])
-            return False
-        return True
+    def _record_verification(self, key: str, report) -> None:
+        self.doc["verification"][key] = report.to_dict()
+        with open(self.run_dir / "verification.txt", "a") as f:
+            f.write(report.summary_text() + "\n\n")
+        say(f"    verification: {'passed' if report.passed else 'FAILED: ' + report.reason}")
 
-    def _measure(self, case: Case, server: lifecycle.ServerProcess,
-                 endpoint: db.Endpoint | None, record: dict) -> None:
-        s = self.settings
-        load_settings = load.LoadSettings(threads=s.threads, connections=s.connections,
-                                          duration_s=s.duration, timeout_s=s.timeout,
-                                          seed=s.seed, token=s.token)
+    def _resource_groups(self, server: ServerProcess, database: str, wrk_pid: list[int]):
+        groups = {"server": server.pids, "client": lambda: wrk_pid[:1]}
+        if database != "none" and self.provider is not None and self.provider.pids(database):
+            groups["database"] = lambda: self.provider.pids(database)
+        return groups
+
+    def _measure(self, sample: Sample, server: ServerProcess, endpoint: db.Endpoint | None,
+                 record: dict) -> None:
+        s, case = self.settings, sample.case
+        load = dataclasses.replace(self.load, seed=s.seed + SAMPLE_SEED_STRIDE * sample.index)
         db_clock = db.scalar(endpoint, "SELECT CURRENT_TIMESTAMP") if endpoint else None
         if s.warmup > 0:
             # a seed of its own: with the run's seed the measured run would replay the
             # warm-up's ids, and hit rows (and caches) the warm-up just touched
-            warm_settings = dataclasses.replace(load_settings, seed=s.seed + WARMUP_SEED_OFFSET)
-            warm = load.run_wrk(case.test, server.base_url, warm_settings, s.warmup)
-            record["warmup"] = warm.summary
-        base = server.resources()
-        result = load.run_wrk(case.test, server.base_url, load_settings, s.duration)
-        after = server.resources()
+            warm = dataclasses.replace(load, seed=load.seed + WARMUP_SEED_OFFSET)
+            record["warmup"] = wrk.run_wrk(case.test, server.base_url, warm, s.warmup).summary
+        wrk_pid: list[int] = []
+        sampler = ResourceSampler(self._resource_groups(server, case.variant.database, wrk_pid))
+        with sampler:
+            result = wrk.run_wrk(case.test, server.base_url, load, s.duration,
+                                 on_start=wrk_pid.append)
         record["summary"] = result.summary
         record["wrk"] = {"command": result.command, "exit_code": result.exit_code,
                          "client_cpu_s": round(result.client_cpu_s, 3),
-                         "wall_s": round(result.wall_s, 3)}
-        record["server_process"] = {
-            "workers": s.workers, "pool_size": server.pool_size,
-            "concurrency": case.variant.server.concurrency,
-            "cpu_s": round(after.cpu_s - base.cpu_s, 3), "rss_mb": round(after.rss_mb, 1),
-            "processes": after.processes}
+                         "wall_s": round(result.wall_s, 3), "threads": result.threads,
+                         "connections": result.connections}
+        record["resources"] = figures = sampler.figures()
+        # wrk's own CPU is known exactly (wait4's rusage); the sampler only sees it between
+        # readings, and not at all after it exits
+        figures["client"].update(cpu_s=round(result.client_cpu_s, 3),
+                                 mean_cores=round(result.client_cpu_s / max(result.wall_s, 1e-6), 3))
+        record["server_process"] = {"workers": s.workers, "pool_size": server.pool_size,
+                                    "concurrency": case.variant.server.concurrency}
         if not server.alive():
             record.update(status=results.FAILED,
                           reason=f"server exited during the run (code {server.proc.returncode})")
             return
-        valid, reason, warnings, figures = stats.judge(
-            result.summary, connections=s.connections, threads=s.threads,
-            client_cpu_s=result.client_cpu_s, wall_s=result.wall_s, threshold=s.error_threshold,
-            server_cpu_s=after.cpu_s - base.cpu_s)
-        record["error_rate"] = figures["error_rate"]
-        record["checks"].update(figures)
-        record["warnings"] += warnings
-        record.update(status=results.OK if valid else results.INVALID, reason=reason)
-        if case.test == "update user" and endpoint is not None and valid:
+        verdict = judge.judge_sample(record, s.error_threshold)
+        record["error_rate"] = verdict.figures["error_rate"]
+        record["checks"].update(verdict.figures)
+        record["warnings"] += verdict.warnings
+        record.update(status=results.OK if verdict.valid else results.INVALID,
+                      reason=verdict.reason)
+        if case.test == "update user" and endpoint is not None and verdict.valid:
             self._check_updates(endpoint, db_clock, record)
 
     def _check_updates(self, endpoint: db.Endpoint, since, record: dict) -> None:
         """After `update user`: still exactly the contract's rows, and plausibly many updated."""
+        from datetime import timezone
         count = db.scalar(endpoint, "SELECT COUNT(*) FROM users")
         if since.tzinfo is None:          # MySQL: naive, in UTC
             since = since.replace(tzinfo=timezone.utc)
@@ -235,7 +270,7 @@ class Run:
             record.update(status=results.INVALID,
                           reason=f"table has {count} rows after the run, expected {dataset.ROW_COUNT}")
         # requests still in flight when wrk stops are not counted but may have updated a row
-        elif updated < 0.9 * expected or updated > min(sent + 2 * self.settings.connections,
+        elif updated < 0.9 * expected or updated > min(sent + 2 * self.load.open_connections,
                                                        dataset.ROW_COUNT):
             record.update(status=results.INVALID,
                           reason=f"{updated} rows updated after {sent} PATCH requests; "
@@ -246,17 +281,20 @@ class Run:
     def _outcome(record: dict) -> str:
         if record["status"] == results.OK:
             s = record["summary"]
+            res = (record.get("resources") or {}).get("server") or {}
             text = (f"{s['requests_per_sec']:,.0f} req/s, p50 {s['latency_ms']['p50']:.2f} ms, "
                     f"p99 {s['latency_ms']['p99']:.2f} ms, errors {s['errors']['total']}, "
+                    f"server {res.get('mean_cores', 0):.2f} cores "
+                    f"{res.get('memory_peak_mb') or 0:.0f} MiB, "
                     f"overhead {record['overhead_s'].get('total', 0):.2f} s")
             return text + "".join(f"\n       note: {w}" for w in record["warnings"])
         return f"{record['status'].upper()}: {record['reason']}"
 
     def _write_tables(self) -> None:
-        tables = render.build_tables(self.doc)
-        if not tables:
+        built = tables.build_tables(self.doc)
+        if not built:
             return
-        text = render.to_markdown(tables, self.doc)
+        text = formats.to_markdown(built, self.doc)
         (self.run_dir / "tables.md").write_text(text)
         say("\n" + text)
         say(f"results: {self.run_dir / results.RESULTS_FILE}\ntables:  {self.run_dir / 'tables.md'}")

@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench import provision  # noqa: E402
+from bench.infra import databases as provision  # noqa: E402
 
 TEST_PORTS = {"postgres": int(os.environ.get("BENCH_TEST_PG_PORT", 16432)),
               "mysql": int(os.environ.get("BENCH_TEST_MYSQL_PORT", 14306))}

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import results
-from bench.provision import port_is_free
+from bench.storage import results
+from bench.infra.host import LOCAL
+port_is_free = LOCAL.port_is_free
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "servers"
 # ports of their own: the session's database fixture keeps 16432/14306 busy
-PORTS = ["--port", "19081", "--pg-port", "16433", "--mysql-port", "14307"]
+PORTS = ["--port", "19081", "--pg-port", "16433", "--mysql-port", "14307", "--db-mode", "local"]
 
 
 def run_bench(*args: str, env: dict | None = None, timeout: float = 900):
@@ -32,22 +33,43 @@ def only_run(results_dir: Path) -> dict:
 
 
 def test_full_run_of_a_rust_and_a_python_server(tmp_path):
-    """actix-web raw and fastapi raw + ORM on both databases: every case ok, four tables."""
-    out = run_bench("--servers", "actix-web,fastapi", "--duration", "1", "--warmup", "1",
-                    "--connections", "16", "--results-dir", str(tmp_path), *PORTS)
+    """actix-web raw and fastapi raw + ORM on both databases, two interleaved samples per
+    case: every sample ok, spread and resources stored, four tables with the spread."""
+    out = run_bench("--servers", "actix-web,fastapi", "--repeat", "2", "--duration", "1",
+                    "--warmup", "1", "--connections", "16", "--order-seed", "5",
+                    "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     doc = only_run(tmp_path)
     assert doc["status"] == "complete"
     assert len(doc["cases"]) == 6 + 10
+    assert doc["schedule"]["order_seed"] == 5 and len(doc["schedule"]["order"]) == 2 * 16
+    # interleaved: the first half of the schedule is round 1, each case once
+    first_round = [o.rsplit("#", 1) for o in doc["schedule"]["order"][:16]]
+    assert {i for _, i in first_round} == {"0"} and len({c for c, _ in first_round}) == 16
+    assert doc["load"] == {"generator": "wrk", "version": doc["load"]["version"],
+                           "threads": doc["load"]["threads"], "connections": 16,
+                           "connections_requested": 16}
     for case in doc["cases"]:
         assert case["status"] == "ok", (case["id"], case["reason"])
-        assert case["summary"]["requests"] > 0
-        assert case["summary"]["errors"]["total"] == 0
-        assert case["wrk"]["command"][0].endswith("wrk")
-        assert case["overhead_s"]["total"] > 0
+        assert len(case["samples"]) == 2 and case["stats"]["samples_ok"] == 2
+        assert case["stats"]["requests_per_sec"]["ci_low"] is not None
+        for sample in case["samples"]:
+            assert sample["summary"]["requests"] > 0 and sample["summary"]["errors"]["total"] == 0
+            assert sample["summary"]["sent"] >= sample["summary"]["requests"]
+            assert sample["wrk"]["connections"] == 16
+            server = sample["resources"]["server"]
+            assert server["cpu_s"] > 0 and server["memory_kind"] == "pss"
+            assert server["memory_peak_mb"] > 0 and sample["resources"]["client"]["cpu_s"] > 0
+            if case["database"] != "none":
+                assert sample["resources"]["database"]["cpu_s"] > 0
+            assert sample["overhead_s"]["total"] > 0
     assert all(r["passed"] for r in doc["verification"].values())
-    update = next(c for c in doc["cases"] if c["id"] == "fastapi/mysql/orm/update_user")
-    assert update["checks"]["rows_after"] == 10_000 and update["checks"]["rows_updated"] > 0
+    assert "fastapi" in doc["servers"]["fastapi"]["versions"]
+    assert "actix-web" in doc["servers"]["actix-web"]["versions"]
+    assert doc["environment"]["cpus_usable"] >= 1 and doc["environment"]["git"]["commit"]
+    update = next(c for c in doc["cases"] if c["id"] == "fastapi/mysql/orm/update_user@c16")
+    checks = update["samples"][0]["checks"]
+    assert checks["rows_after"] == 10_000 and checks["rows_updated"] > 0
 
     tables = subprocess.run([sys.executable, "create_markdown_tables.py",
                              str(results.latest_run(tmp_path))],
@@ -55,8 +77,39 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
     assert tables.returncode == 0, tables.stderr
     for test in ("get user", "update user", "plain", "to json"):
         assert f"## {test}" in tables.stdout
-    assert "| test_name" in tables.stdout
+    assert "| test_name" in tables.stdout and " ± " in tables.stdout
+    assert "Measured on " in tables.stdout and "2 sample(s) of 1 s per case" in tables.stdout
     assert (results.latest_run(tmp_path) / "tables.md").exists()
+
+
+def test_requests_that_get_no_answer_are_errors_per_request_sent(tmp_path):
+    out = run_bench("--servers", "broken_drops_connections", "--servers-dir", str(FIXTURES),
+                    "--tests", "plain", "--repeat", "1", "--duration", "2", "--warmup", "0",
+                    "--connections", "8", "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 1, out.stdout[-3000:]
+    sample = only_run(tmp_path)["cases"][0]["samples"][0]
+    s = sample["summary"]
+    assert s["sent"] - s["requests"] == s["unanswered"] > 8      # more than in flight at the stop
+    assert s["errors"]["lost"] == s["unanswered"] - 8 > 0
+    assert s["errors"]["total"] >= s["errors"]["lost"]
+    assert sample["error_rate"] == pytest.approx(s["errors"]["total"] / s["sent"])
+    assert sample["status"] == "invalid" and "of requests failed" in sample["reason"]
+
+
+def test_the_connection_count_that_really_ran_is_stored(tmp_path):
+    out = run_bench("--servers", "actix-web", "--tests", "plain", "--connections", "10",
+                    "--threads", "3", "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 2
+    assert "--connections 10 does not divide over --threads 3: wrk would open only 9" in out.stderr
+    out = run_bench("--servers", "actix-web", "--tests", "plain", "--repeat", "1",
+                    "--duration", "1", "--warmup", "0", "--connections", "10", "--threads", "2",
+                    "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 0, out.stdout[-3000:]
+    doc = only_run(tmp_path)
+    sample = doc["cases"][0]["samples"][0]
+    assert sample["wrk"]["connections"] == 10 and sample["wrk"]["threads"] == 2
+    assert sample["wrk"]["command"][1:5] == ["-t", "2", "-c", "10"]
+    assert doc["load"]["connections"] == 10
 
 
 def test_unknown_names_exit_2_and_list_valid_ones(tmp_path):
@@ -76,7 +129,7 @@ def test_missing_wrk_says_how_to_install_it(tmp_path):
 
 def test_server_that_never_becomes_ready_is_recorded_and_the_run_goes_on(tmp_path):
     out = run_bench("--servers", "never_ready,actix-web", "--servers-dir", str(FIXTURES),
-                    "--tests", "plain", "--duration", "1", "--warmup", "0",
+                    "--tests", "plain", "--repeat", "1", "--duration", "1", "--warmup", "0",
                     "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 1
     assert "fixture: cannot bind, giving up" in out.stdout       # the log's tail
@@ -89,7 +142,8 @@ def test_server_that_never_becomes_ready_is_recorded_and_the_run_goes_on(tmp_pat
 
 def test_ctrl_c_stops_everything_and_keeps_results(tmp_path):
     proc = subprocess.Popen([sys.executable, "run_bench.py", "--servers", "actix-web",
-                             "--tests", "plain,to_json", "--duration", "4", "--warmup", "0",
+                             "--tests", "plain,to_json", "--repeat", "1", "--duration", "4",
+                             "--warmup", "0", "--order-seed", "1",
                              "--results-dir", str(tmp_path), *PORTS],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
@@ -97,7 +151,7 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path):
         runs = list(tmp_path.glob("*/results.json"))
         if runs:
             doc = json.loads(runs[0].read_text())
-            if doc["cases"][0]["status"] == "ok":
+            if any(c["status"] == "ok" for c in doc["cases"]):
                 break
         time.sleep(0.2)
     else:
@@ -109,8 +163,7 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path):
     assert proc.returncode == 130, output[-3000:]
     doc = only_run(tmp_path)
     assert doc["status"] == "interrupted"
-    assert doc["cases"][0]["status"] == "ok"
-    assert doc["cases"][1]["status"] == "interrupted"
+    assert sorted(c["status"] for c in doc["cases"]) == ["interrupted", "ok"]
     assert port_is_free(19081)
 
 
@@ -119,17 +172,17 @@ def test_broken_servers_are_caught_and_shown_not_dropped(tmp_path):
     server that dies mid-run fails its case, and the run goes on."""
     out = run_bench("--servers", "broken_wrong_user,broken_error_under_load,broken_dies_under_load",
                     "--servers-dir", str(FIXTURES), "--databases", "postgres",
-                    "--tests", "get_user", "--duration", "2", "--warmup", "0",
+                    "--tests", "get_user", "--repeat", "1", "--duration", "2", "--warmup", "0",
                     "--connections", "8", "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 1, out.stdout[-3000:]
     doc = only_run(tmp_path)
     by_server = {c["server"]: c for c in doc["cases"]}
     wrong = by_server["broken_wrong_user"]
-    assert wrong["status"] == "verification failed" and wrong["summary"] is None
+    assert wrong["status"] == "verification failed" and wrong["samples"][0]["summary"] is None
     assert "username" in wrong["reason"]
     erratic = by_server["broken_error_under_load"]
     assert erratic["status"] == "invalid"
-    assert erratic["summary"]["errors"]["status"] > 0
+    assert erratic["samples"][0]["summary"]["errors"]["status"] > 0
     assert "of requests failed (threshold 0.10%)" in erratic["reason"]
     died = by_server["broken_dies_under_load"]
     assert died["status"] == "failed" and "server exited during the run (code 7)" in died["reason"]

@@ -1,15 +1,20 @@
 """Every server variant in servers/ against the contract, on real databases.
 
 One parametrised test, not one copy per framework: the checks themselves live in
-bench/verify.py (the same code that guards every benchmark run), so a server passes
-here exactly when a run would measure it.
+bench/verify/ and the server is brought up by bench.infra.lifecycle (the same code that
+guards every benchmark run), so a server passes here exactly when a run would measure it.
 """
 from __future__ import annotations
 
 import pytest
 
-from bench import dataset, db, lifecycle, manifest, verify
-from bench.config import Settings, Variant
+from bench.core import dataset, manifest
+from bench.core.plan import Variant
+from bench.core.settings import Settings
+from bench.infra import db
+from bench.infra.lifecycle import running_server
+from bench.infra.server import build, log_tail
+from bench.verify import verifier
 from tests.conftest import TEST_SERVER_PORT
 
 pytestmark = pytest.mark.integration
@@ -25,21 +30,17 @@ SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 def built(tmp_path_factory):
     logs = tmp_path_factory.mktemp("builds")
     for spec in SPECS.values():
-        lifecycle.build(spec, SETTINGS, logs / f"build-{spec.id}.log")
+        build(spec, SETTINGS, logs / f"build-{spec.id}.log")
     return True
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.key)
 def test_server_honours_the_contract(variant, databases, built, tmp_path):
     endpoint = databases.get(variant.database)
-    if endpoint:
-        db.restore(endpoint)
-    server = lifecycle.ServerProcess(variant, SETTINGS, endpoint, tmp_path / "server.log")
-    with server:
-        server.wait_ready()
-        report = verify.verify_server(server.base_url, server_id=variant.server.id,
-                                      database=variant.database, orm=variant.orm,
-                                      token=SETTINGS.token, endpoint=endpoint)
-    assert report.passed, report.summary_text() + "\n" + lifecycle.log_tail(tmp_path / "server.log")
+    log = tmp_path / "server.log"
+    with running_server(variant, SETTINGS, endpoint, log,
+                        verifier=verifier(SETTINGS.token)) as running:
+        report = running.verification
+    assert report.passed, report.summary_text() + "\n" + log_tail(log)
     if endpoint:   # verification restored what its PATCH checks changed
         assert db.fetch_users(endpoint, "user_id <= %s", (20,)) == dataset.all_users()[:20]

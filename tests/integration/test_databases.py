@@ -3,7 +3,8 @@ import socket
 
 import pytest
 
-from bench import dataset, db, provision
+from bench.core import dataset
+from bench.infra import databases as provision, db
 
 pytestmark = pytest.mark.integration
 

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from bench import db, querycount, verify
-from bench.dataset import all_users
-from bench.db import Endpoint
+from bench.infra import db
+from bench.verify import contract as verify, querycount
+from bench.core.dataset import all_users
+from bench.infra.db import Endpoint
 
 pytestmark = pytest.mark.integration
 

@@ -1,8 +1,15 @@
-"""A results document built the way the runner builds one, with a mix of outcomes."""
+"""Results documents with a mix of outcomes: a schema-1 document as the first harness
+stored them (one measurement per case), and a schema-2 document with samples."""
+import json
+from pathlib import Path
+
 import pytest
 
-from bench import results
-from bench.config import Settings
+from bench.core.settings import Settings
+from bench.runner import blank_case
+from bench.storage import results
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def summary(rps: float, p50: float, errors: int = 0, requests: int = 10_000) -> dict:
@@ -13,7 +20,7 @@ def summary(rps: float, p50: float, errors: int = 0, requests: int = 10_000) -> 
                        "total": errors}}
 
 
-def case(server, database, orm, test, status="ok", rps=1000.0, reason=None, warnings=()):
+def v1_case(server, database, orm, test, status="ok", rps=1000.0, reason=None, warnings=()):
     return {"id": f"{server}/{database}/{'orm' if orm else 'raw'}/{test.replace(' ', '_')}",
             "server": server, "database": database, "orm": orm, "test": test, "status": status,
             "reason": reason, "warnings": list(warnings),
@@ -23,21 +30,67 @@ def case(server, database, orm, test, status="ok", rps=1000.0, reason=None, warn
                                          "total": 0.33}, "log": None}
 
 
+def v1_document() -> dict:
+    """The schema-1 document as stored in tests/unit/data/results_v1.json."""
+    return json.loads((DATA / "results_v1.json").read_text())
+
+
+@pytest.fixture
+def v1_doc():
+    return v1_document()
+
+
+class _Spec:       # what blank_case reads of a ServerSpec
+    def __init__(self, sid):
+        self.id = sid
+
+
+def v2_case(server, database, orm, test, rps=(1000.0,), status="ok", reason=None,
+            warnings=(), connections=64):
+    from bench.core.plan import Case, LoadParams, Variant
+    case = Case(Variant(_Spec(server), database, orm), test, LoadParams(connections))
+    record = blank_case(case, len(rps) or 1)
+    for sample, value in zip(record["samples"], rps):
+        sample.update(status=status, reason=reason, warnings=list(warnings),
+                      summary=summary(value, 1000 / value) if status in ("ok", "invalid") else None,
+                      wrk={"command": ["wrk"], "exit_code": 0, "client_cpu_s": 1.0,
+                           "wall_s": 10.0, "threads": 1, "connections": connections},
+                      resources={"server": {"cpu_s": 10.0, "mean_cores": 1.0, "peak_cores": 1.5,
+                                            "memory_mean_mb": 100.0, "memory_peak_mb": 110.0,
+                                            "memory_kind": "pss", "processes": 9}})
+    if not rps:
+        record["samples"][0].update(status=status, reason=reason)
+    return record
+
+
+def v2_document(cases: list[dict], repeat: int = 3) -> dict:
+    settings = Settings(repeat=repeat).public()
+    doc = results.new_document("20260102T000000Z-test", settings,
+                               {"hostname": "test", "cpu_count": 2, "cpu_model": "x",
+                                "memory_gb": 4, "kernel": "6.1", "cpus_usable": 2,
+                                "git": {"commit": "abcdef1234567", "dirty": False}},
+                               {"generator": "wrk", "threads": 1, "connections": 64,
+                                "connections_requested": 64})
+    doc["cases"] = cases
+    doc["status"] = "complete"
+    return doc
+
+
 @pytest.fixture
 def sample_doc():
-    doc = results.new_document("20260101T000000Z-test", Settings().public(),
-                               {"hostname": "test", "cpu_count": 2, "cpu_model": "x"})
-    doc["cases"] = [
-        case("slow", "postgres", False, "get user", rps=500),
-        case("fast", "postgres", False, "get user", rps=9000),
-        case("broken", "mysql", True, "get user", status="verification failed",
-             reason="user fields: GET /user/42/: username differs"),
-        case("erratic", "mysql", False, "get user", status="invalid", rps=20000,
-             reason="3.00% of requests failed (threshold 0.10%): status 300"),
-        case("fast", "none", False, "plain", rps=100000,
-             warnings=["client-bound: wrk used 99% of its 1 thread(s)' CPU"]),
-        case("slow", "none", False, "plain", rps=3000),
-        case("fast", "none", False, "to json", status="interrupted",
-             reason="run interrupted before this case finished"),
-    ]
-    return doc
+    """Three samples per case: clear winners, a tie, an unstable case, failures."""
+    return v2_document([
+        v2_case("slow", "postgres", False, "get user", rps=(500, 510, 505)),
+        v2_case("fast", "postgres", False, "get user", rps=(9000, 9100, 8950)),
+        v2_case("close", "postgres", False, "get user", rps=(8900, 9050, 9000)),
+        v2_case("broken", "mysql", True, "get user", rps=(), status="verification failed",
+                reason="user fields: GET /user/42/: username differs"),
+        v2_case("erratic", "mysql", False, "get user", rps=(20000, 20000, 20000),
+                status="invalid",
+                reason="3.00% of requests failed (threshold 0.10%): status 300"),
+        v2_case("fast", "none", False, "plain", rps=(100000, 101000, 99000),
+                warnings=["client-bound: wrk used 99% of its 1 thread(s)' CPU"]),
+        v2_case("wobbly", "none", False, "plain", rps=(3000, 4500, 2000)),
+        v2_case("fast", "none", False, "to json", rps=(), status="interrupted",
+                reason="run interrupted before this sample was measured"),
+    ])

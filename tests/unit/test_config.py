@@ -2,7 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import config, manifest
+from bench import cli
+from bench.cli import arguments
+from bench.core import manifest, plan as config, settings
+from bench.core.settings import SelectionError, Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,17 +29,18 @@ def test_every_real_manifest_loads():
 
 def test_plan_runs_db_tests_per_variant_and_no_db_tests_once(tmp_path):
     specs = {"a": spec(tmp_path, "a"), "b": spec(tmp_path, "b", orm=(True,))}
-    cases = config.plan(config.Settings(), specs)
+    cases = config.plan(Settings(), specs)
     ids = [c.id for c in cases]
     assert len([i for i in ids if i.startswith("a/")]) == 4 * 2 + 2
     assert len([i for i in ids if i.startswith("b/")]) == 2 * 2 + 2
-    assert "a/none/raw/plain" in ids and "b/postgres/orm/update_user" in ids
+    assert "a/none/raw/plain@c64" in ids and "b/postgres/orm/update_user@c64" in ids
 
 
 def test_plan_honours_the_selection(tmp_path):
     specs = {"a": spec(tmp_path, "a")}
-    s = config.Settings(databases=["mysql"], orm="raw", tests=["get user", "plain"])
-    assert [c.id for c in config.plan(s, specs)] == ["a/mysql/raw/get_user", "a/none/raw/plain"]
+    s = Settings(databases=["mysql"], orm="raw", tests=["get user", "plain"])
+    assert [c.id for c in config.plan(s, specs)] == ["a/mysql/raw/get_user@c64",
+                                                       "a/none/raw/plain@c64"]
 
 
 @pytest.mark.parametrize("field,value,message", [
@@ -45,8 +49,8 @@ def test_plan_honours_the_selection(tmp_path):
     ("tests", ["get users"], "unknown test 'get users'; valid: get user, update user"),
 ])
 def test_unknown_names_list_the_valid_ones(tmp_path, field, value, message):
-    s = config.Settings(**{field: value})
-    with pytest.raises(config.SelectionError, match=message):
+    s = Settings(**{field: value})
+    with pytest.raises(SelectionError, match=message):
         config.plan(s, {"a": spec(tmp_path, "a")})
 
 
@@ -65,3 +69,77 @@ def test_manifest_errors_are_clear(tmp_path):
         manifest.load_manifest(folder)
     with pytest.raises(manifest.ManifestError, match="unknown placeholder 'nope'"):
         manifest.expand("{nope}", {"port": "1"})
+
+
+def test_case_key_has_room_for_load_parameters(tmp_path):
+    case = config.plan(Settings(connections=16), {"a": spec(tmp_path, "a")})[0]
+    assert case.key() == {"server": "a", "database": "postgres", "orm": False,
+                          "test": "get user", "connections": 16,
+                          "connection_mode": "keep-alive", "generator": "wrk"}
+    close = config.Case(case.variant, case.test, config.LoadParams(16, "close"))
+    assert close.id == "a/postgres/raw/get_user@c16@close" and close.id != case.id
+
+
+def test_schedule_interleaves_rounds_in_a_seeded_shuffle(tmp_path):
+    cases = config.plan(Settings(), {"a": spec(tmp_path, "a")})
+    order = config.schedule(cases, repeat=3, seed=7)
+    assert len(order) == 3 * len(cases)
+    for rnd in range(3):   # every round measures every case exactly once
+        in_round = order[rnd * len(cases):(rnd + 1) * len(cases)]
+        assert sorted(s.case.id for s in in_round) == sorted(c.id for c in cases)
+        assert {s.index for s in in_round} == {rnd}
+    assert [s.case.id for s in order] == [s.case.id for s in config.schedule(cases, 3, 7)]
+    assert [s.case.id for s in order] != [s.case.id for s in config.schedule(cases, 3, 8)]
+    rounds = [[s.case.id for s in order[r * len(cases):(r + 1) * len(cases)]] for r in range(3)]
+    assert len({tuple(r) for r in rounds}) > 1, "rounds are reshuffled, not repeated"
+
+
+@pytest.mark.parametrize("cpus,connections,expected", [
+    (2, 64, 1), (8, 64, 4), (64, 64, 32), (256, 64, 64), (256, 48, 48), (12, 64, 4),
+    (6, 10, 2), (1, 64, 1)])
+def test_default_threads_fit_the_cpus_and_divide_the_connections(cpus, connections, expected):
+    threads = settings.default_threads(connections, cpus)
+    assert threads == expected
+    assert connections % threads == 0 and threads <= connections
+
+
+def test_usable_cpus_respects_affinity():
+    import os
+    assert 1 <= settings.usable_cpus() <= len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"connections": 64, "threads": 3}, "does not divide over --threads 3: wrk would open "
+                                        "only 63 connections. Use --threads 2, or --connections 66"),
+    ({"connections": 4, "threads": 8}, "--threads 8 exceeds --connections 4"),
+    ({"repeat": 0}, "--repeat must be positive"),
+    ({"warmup": -1}, "--warmup must be 0 or more"),
+    ({"error_threshold": 2.0}, "--error-threshold must be a percentage"),
+    ({"port": 70000}, "--port must be a TCP port"),
+    ({"token": "a b"}, "--token must be a non-empty string"),
+])
+def test_impossible_settings_are_refused_naming_the_flag(tmp_path, kwargs, message):
+    with pytest.raises(SelectionError, match=message.replace("(", r"\(")):
+        config.plan(Settings(**kwargs), {"a": spec(tmp_path, "a")})
+
+
+def test_presets_set_four_settings_and_explicit_flags_override():
+    args = cli.parser().parse_args(["run", "--preset", "nightly", "--duration", "7"])
+    s = arguments.settings_from(args)
+    nightly = settings.PRESETS["nightly"]
+    assert (s.preset, s.repeat, s.warmup, s.connections) == \
+        ("nightly", nightly.repeat, nightly.warmup, nightly.connections)
+    assert s.duration == 7
+    default = arguments.settings_from(cli.parser().parse_args(["run"]))
+    assert (default.preset, default.repeat) == ("default", settings.PRESETS["default"].repeat)
+    quick = arguments.settings_from(cli.parser().parse_args(["run", "--quick"]))
+    assert quick.preset == "quick" and quick.duration == settings.PRESETS["quick"].duration
+
+
+def test_help_says_what_each_preset_sets(capsys):
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for p in settings.PRESETS.values():
+        assert f"{p.name}: {p.repeat} x {p.duration:g} s samples after {p.warmup:g} s warm-up, " \
+               f"{p.connections} connections" in text

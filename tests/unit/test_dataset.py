@@ -1,6 +1,6 @@
 from datetime import datetime, timezone
 
-from bench import dataset
+from bench.core import dataset
 
 
 def test_row_one_matches_the_contract_by_hand():

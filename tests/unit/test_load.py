@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import load  # noqa: E402
-from bench.load import LoadError, LoadSettings  # noqa: E402
+from bench.load import wrk as load  # noqa: E402
+from bench.load.wrk import LoadError, LoadSettings  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 HAVE_WRK = shutil.which("wrk") is not None
@@ -218,16 +218,18 @@ def test_wrk_command_rejects_bad_input():
 # --------------------------------------------------------------------------- parser
 
 LATENCY_KEYS = {"min", "mean", "stdev", "max", "p50", "p75", "p90", "p99", "p99_9"}
-ERROR_KEYS = {"connect", "read", "write", "status", "timeout", "total"}
+ERROR_KEYS = {"connect", "read", "write", "status", "timeout", "lost", "total"}
 
 
 def _check_shape(summary: dict) -> None:
-    assert set(summary) == {"requests", "duration_s", "requests_per_sec", "bytes",
-                            "latency_ms", "errors"}
+    assert set(summary) == {"requests", "sent", "unanswered", "duration_s", "requests_per_sec",
+                            "bytes", "latency_ms", "errors"}
     assert set(summary["latency_ms"]) == LATENCY_KEYS
     assert set(summary["errors"]) == ERROR_KEYS
     errs = summary["errors"]
-    assert errs["total"] == sum(errs[k] for k in ERROR_KEYS - {"total"})
+    # read/write errors are unanswered requests, as are lost ones: counted once
+    assert errs["total"] == errs["connect"] + errs["status"] + errs["timeout"] + \
+        max(errs["read"] + errs["write"], errs["lost"])
 
 
 def _human_requests(stdout: str) -> int:
@@ -343,7 +345,8 @@ def test_parse_uses_json_not_text():
     assert s["latency_ms"] == {"max": 9.0, "mean": 1.5005, "min": 0.1, "p50": 1.0, "p75": 2.0,
                                "p90": 3.0, "p99": 8.0, "p99_9": 8.5, "stdev": 0.01}
     assert s["errors"] == {"connect": 1, "read": 2, "status": 3, "timeout": 4, "write": 5,
-                           "total": 15}
+                           "lost": 0, "total": 15}
+    assert s["sent"] is None      # no per-thread counts in this line: nothing invented
 
 
 def test_recorded_json_has_per_thread_stats():
@@ -356,7 +359,8 @@ def test_recorded_json_has_per_thread_stats():
 # --------------------------------------------------------------------------- wrk itself
 
 def test_require_wrk_missing(monkeypatch):
-    monkeypatch.setattr(load.shutil, "which", lambda name: None)
+    from bench.infra.host import LOCAL
+    monkeypatch.setattr(LOCAL, "which", lambda name: None)
     with pytest.raises(LoadError, match="apt-get install wrk"):
         load.require_wrk()
     with pytest.raises(LoadError, match="apt-get install wrk"):
@@ -449,33 +453,22 @@ def test_run_wrk_kills_a_hung_wrk(monkeypatch):
 
 
 @needs_wrk
-def test_run_wrk_keyboard_interrupt_kills_wrk(monkeypatch):
+def test_run_wrk_keyboard_interrupt_kills_wrk():
     started = []
-    real_popen = load.subprocess.Popen
 
-    def popen(*args, **kwargs):
-        proc = real_popen(*args, **kwargs)
-        started.append(proc)
-        return proc
+    def interrupt(pid):            # Ctrl-C while wrk runs
+        started.append(pid)
+        time.sleep(0.3)
+        raise KeyboardInterrupt
 
-    real_sleep = time.sleep
-    calls = []
-
-    def interrupted_sleep(seconds):   # Ctrl-C while run_wrk waits for wrk
-        calls.append(seconds)
-        if len(calls) == 1:
-            raise KeyboardInterrupt
-        real_sleep(seconds)
-
-    monkeypatch.setattr(load.subprocess, "Popen", popen)
-    monkeypatch.setattr(load.time, "sleep", interrupted_sleep)
     settings = LoadSettings(threads=1, connections=1, duration_s=30)
     with http_server(None, with_endpoints=True) as url:
+        t0 = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
-            load.run_wrk("plain", url, settings)
-    assert started and started[0].returncode is not None   # reaped
-    with pytest.raises(ProcessLookupError):
-        os.kill(started[0].pid, 0)
+            load.run_wrk("plain", url, settings, on_start=interrupt)
+    assert time.monotonic() - t0 < 10
+    with pytest.raises(ProcessLookupError):    # killed and reaped, not a zombie
+        os.kill(started[0], 0)
 
 
 @needs_wrk

@@ -10,16 +10,16 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench import db
-from bench.dataset import DATABASE_NAME
+from bench.core.dataset import DATABASE_NAME
+from bench.infra import db
+from bench.infra.host import LOCAL
+from bench.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = REPO / "docker-compose.yml"
 DEFAULT_PORTS = {"postgres": 15432, "mysql": 13306}   # below 32768: never an ephemeral client port
 BENCH_USER = "bench"
@@ -32,18 +32,8 @@ class ProvisionError(RuntimeError):
     """A database could not be provided; the message says what to do."""
 
 
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
 def require_free_port(port: int, what: str) -> None:
-    if not port_is_free(port):
+    if not LOCAL.port_is_free(port):
         raise ProvisionError(f"port {port} (for {what}) is busy: stop whatever listens there "
                              f"(`ss -ltnp 'sport = :{port}'` names it) or choose another port")
 
@@ -113,12 +103,15 @@ class LocalServer:
             os.chown(path, pw.pw_uid, pw.pw_gid)
 
     def _spawn(self, argv: list[str]) -> None:
-        log = open(self.log_path, "ab")
         # own session: a Ctrl-C in the terminal reaches the harness, which then stops
         # the database in order instead of the database dying under a running server
-        self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
+        self.proc = LOCAL.spawn(argv, log_path=self.log_path)
+
+    def pids(self) -> list[int]:
+        """The database server's processes (postmaster and backends, or mysqld)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return []
+        return [p.pid for p in LOCAL.tree(self.proc.pid)]
 
     def start(self) -> db.Endpoint:
         require_free_port(self.port, f"the local {self.engine} server")
@@ -245,13 +238,10 @@ class LocalServer:
         # PostgreSQL: SIGINT is its "fast" shutdown (SIGTERM would wait for clients)
         sig = signal.SIGINT if self.engine == "postgres" else signal.SIGTERM
         try:
-            os.killpg(self.proc.pid, sig)
+            LOCAL.signal_group(self.proc.pid, sig)
             self.proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        except subprocess.TimeoutExpired:
+            LOCAL.signal_group(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=5)
 
 
@@ -279,6 +269,9 @@ class LocalProvider:
             self.stop()
             raise
         return endpoints
+
+    def pids(self, engine: str) -> list[int]:
+        return [pid for s in self.servers if s.engine == engine for pid in s.pids()]
 
     def stop(self) -> None:
         for server in reversed(self.servers):
@@ -321,6 +314,9 @@ class DockerProvider:
             endpoints[engine] = ep
         return endpoints
 
+    def pids(self, engine: str) -> list[int]:
+        return []      # inside a container: not read (yet); recorded as not measured
+
     def stop(self) -> None:
         if not self.keep:
             self._compose("down", "-v")
@@ -347,6 +343,9 @@ class ExternalProvider:
             endpoints[engine] = ep
         return endpoints
 
+    def pids(self, engine: str) -> list[int]:
+        return []      # another machine's processes: not ours to read
+
     def stop(self) -> None:
         pass
 
@@ -361,3 +360,11 @@ def provider(mode: str, engines: list[str], *, ports: dict[str, int] | None = No
     if mode == "external":
         return ExternalProvider(engines, dsns or {})
     raise ProvisionError(f"unknown --db-mode {mode!r}: choose auto, local, docker or external")
+
+
+def for_settings(settings, engines: list[str]):
+    """The provider a run's settings ask for (one place that maps flags to a provider)."""
+    return provider(settings.db_mode, engines,
+                    ports={"postgres": settings.pg_port, "mysql": settings.mysql_port},
+                    dsns={"postgres": settings.postgres_dsn, "mysql": settings.mysql_dsn},
+                    keep=settings.keep_db)

@@ -1,37 +1,22 @@
 """A server's life: build it, start it from its manifest, wait until it is the server we
-asked for, watch its resources, stop its whole process group."""
+asked for, list its processes, stop its whole process group."""
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 import requests
 
-from bench import manifest
-from bench.config import Settings, Variant
-from bench.db import Endpoint
-from bench.provision import port_is_free
-
-CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "webbench"
-
-
-@contextmanager
-def sigterm_as_interrupt():
-    """A CI job's SIGTERM stops a run the way Ctrl-C does: cleanly, results kept."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+from bench.core import manifest
+from bench.core.plan import Variant
+from bench.core.settings import Settings
+from bench.infra.db import Endpoint
+from bench.infra.host import LOCAL, LocalHost
+from bench.paths import CACHE_DIR
 
 
 class ServerError(RuntimeError):
@@ -65,45 +50,42 @@ def template_values(spec: manifest.ServerSpec, settings: Settings, database: str
     }
 
 
-def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path) -> float:
+BUILD_TIMEOUT_S = 1800     # a cold Rust build with fat LTO takes minutes on 2 cores, never this
+
+
+def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path,
+          host: LocalHost = LOCAL) -> float:
     """Run the manifest's build command once; returns seconds taken."""
     if not spec.build:
         return 0.0
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     values = template_values(spec, settings, "none")
     argv = [manifest.expand(a, values) for a in spec.build]
-    start = time.monotonic()
-    with open(log_path, "ab") as log:
-        log.write(f"$ {' '.join(argv)}\n".encode())
-        log.flush()
-        try:
-            code = subprocess.run(argv, cwd=spec.dir, stdout=log, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL).returncode
-        except FileNotFoundError as exc:
-            raise ServerError(f"build of {spec.id} failed: {exc.filename} is not installed "
-                              f"(`make setup` installs the toolchains)") from exc
-    if code != 0:
-        raise ServerError(f"build of {spec.id} failed (exit {code})", log_path)
-    return time.monotonic() - start
-
-
-@dataclass
-class ResourceSnapshot:
-    cpu_s: float
-    rss_mb: float
-    processes: int
+    try:
+        done = host.run(argv, cwd=spec.dir, timeout=BUILD_TIMEOUT_S, stop_signal=signal.SIGTERM)
+    except FileNotFoundError as exc:
+        raise ServerError(f"build of {spec.id} failed: {exc.filename} is not installed "
+                          f"(`make setup` installs the toolchains)") from exc
+    with open(log_path, "a") as log:
+        log.write(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}")
+    if done.timed_out:
+        raise ServerError(f"build of {spec.id} did not finish within {BUILD_TIMEOUT_S} s", log_path)
+    if done.returncode != 0:
+        raise ServerError(f"build of {spec.id} failed (exit {done.returncode})", log_path)
+    return done.wall_s
 
 
 class ServerProcess:
     """One started server (a process group). Use as a context manager: always stopped."""
 
     def __init__(self, variant: Variant, settings: Settings, endpoint: Endpoint | None,
-                 log_path: Path | None):
+                 log_path: Path | None, host: LocalHost = LOCAL):
         """`log_path` None: the server writes to this terminal (the `serve` command)."""
         self.variant, self.settings, self.endpoint, self.log_path = \
             variant, settings, endpoint, log_path
+        self.host = host
         self.spec = variant.server
-        self.proc: subprocess.Popen | None = None
+        self.proc = None                 # subprocess.Popen once started
         self.pool_size = self.spec.pool_size(settings.db_connections, settings.workers)
         self._tree: dict[int, psutil.Process] = {}
 
@@ -131,24 +113,16 @@ class ServerProcess:
         return [manifest.expand(a, values) for a in self.spec.start]
 
     def start(self) -> None:
-        if not port_is_free(self.settings.port, self.settings.host):
+        if not self.host.port_is_free(self.settings.port, self.settings.host):
             raise ServerError(f"port {self.settings.port} is busy before starting {self.spec.id}: "
                               f"another process listens there (choose --port or stop it)")
-        log = open(self.log_path, "ab") if self.log_path else None
-        if log:
-            log.write(f"$ {' '.join(self.command())}\n".encode())
-            log.flush()
         try:
             # own process group: stop() can reach every worker the server forks
-            self.proc = subprocess.Popen(self.command(), cwd=self.spec.dir, env=self.environment(),
-                                         stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = self.host.spawn(self.command(), cwd=self.spec.dir,
+                                        env=self.environment(), log_path=self.log_path)
         except FileNotFoundError as exc:
             raise ServerError(f"cannot start {self.spec.id}: {exc.filename} not found "
                               f"(was it built? `make setup` builds every server)") from exc
-        finally:
-            if log:
-                log.close()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -178,26 +152,13 @@ class ServerProcess:
                           f"answer {expected}; last: {last})", self.log_path)
 
     def _refresh_tree(self) -> list[psutil.Process]:
-        try:
-            root = psutil.Process(self.proc.pid)
-            for p in [root, *root.children(recursive=True)]:
-                self._tree.setdefault(p.pid, p)
-        except psutil.NoSuchProcess:
-            pass
+        for p in self.host.tree(self.proc.pid):
+            self._tree.setdefault(p.pid, p)
         return [p for p in self._tree.values() if p.is_running()]
 
-    def resources(self) -> ResourceSnapshot:
-        """CPU seconds and resident memory of the server's whole process tree."""
-        cpu = rss = 0.0
-        procs = self._refresh_tree() if self.alive() else []
-        for p in procs:
-            try:
-                t = p.cpu_times()
-                cpu += t.user + t.system
-                rss += p.memory_info().rss
-            except psutil.Error:
-                continue
-        return ResourceSnapshot(cpu, rss / 2**20, len(procs))
+    def pids(self) -> list[int]:
+        """Every process of the server's tree running now (for the resource sampler)."""
+        return [p.pid for p in self._refresh_tree()] if self.alive() else []
 
     def stop(self, grace: float = 5.0) -> float:
         """The manifest's stop signal (SIGTERM) to the process group, SIGKILL to what is
@@ -207,10 +168,7 @@ class ServerProcess:
         start = time.monotonic()
         if self.alive():
             self._refresh_tree()
-        try:
-            os.killpg(self.proc.pid, getattr(signal, self.spec.stop_signal))
-        except ProcessLookupError:
-            pass
+        self.host.signal_group(self.proc.pid, getattr(signal, self.spec.stop_signal))
         deadline = start + grace
         while self._survivors() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -221,10 +179,7 @@ class ServerProcess:
                 p.kill()
             except psutil.Error:
                 pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.host.signal_group(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=5)
         self._wait_port_free()
         return time.monotonic() - start
@@ -243,7 +198,7 @@ class ServerProcess:
 
     def _wait_port_free(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout
-        while not port_is_free(self.settings.port, self.settings.host) and time.monotonic() < deadline:
+        while not self.host.port_is_free(self.settings.port, self.settings.host) and time.monotonic() < deadline:
             time.sleep(0.05)
 
     def __enter__(self) -> "ServerProcess":

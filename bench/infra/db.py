@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict, dataclass
 from urllib.parse import unquote, urlsplit
 
-from bench import dataset
+from bench.core import dataset
 
 
 @dataclass(frozen=True)

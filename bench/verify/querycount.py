@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from bench.db import Endpoint, connect
+from bench.infra.db import Endpoint, connect
 
 KINDS = ("select", "update", "transaction", "other")
 

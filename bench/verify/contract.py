@@ -18,9 +18,10 @@ from typing import Callable
 
 import requests
 
-from bench import db, querycount
-from bench.dataset import ROW_COUNT, expected_user
-from bench.db import Endpoint
+from bench.infra import db
+from bench.verify import querycount
+from bench.core.dataset import ROW_COUNT, expected_user
+from bench.infra.db import Endpoint
 
 USER_KEYS = ("user_id", "username", "email", "created_at", "updated_at", "is_archived")
 FIXED_IDS = (1, 10, 42, 9999, 10000)

@@ -10,8 +10,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-SERVERS_DIR = REPO / "servers"
+from bench.paths import SERVERS_DIR
+
 KNOWN_DATABASES = ("postgres", "mysql")
 CONCURRENCY = ("processes", "threads")
 

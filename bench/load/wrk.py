@@ -19,19 +19,16 @@ Public API::
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
-import shutil
-import signal
-import subprocess
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-SCRIPTS_DIR = (Path(__file__).resolve().parent.parent / "wrk_scripts").resolve()
+from bench.infra.host import LOCAL, LocalHost
+from bench.paths import WRK_SCRIPTS_DIR
+
+SCRIPTS_DIR = WRK_SCRIPTS_DIR
 
 # test name (as in the contract and the result tables) -> Lua script
 TEST_SCRIPTS: dict[str, str] = {
@@ -46,6 +43,7 @@ INSTALL_HINT = ("wrk is not installed (or not on PATH): install it with "
                 "`sudo apt-get install wrk` (Debian/Ubuntu) or `brew install wrk` (macOS)")
 LATENCY_KEYS = ("min", "mean", "stdev", "max", "p50", "p75", "p90", "p99", "p99_9")
 ERROR_KEYS = ("connect", "read", "write", "status", "timeout")
+WRK_VERIFY_CALLS = 1  # request() calls wrk makes before the run, which send nothing
 KILL_GRACE_S = 30.0   # run_wrk gives wrk duration + this much wall time
 _TAIL_CHARS = 2000
 
@@ -76,6 +74,11 @@ class LoadSettings:
         if not self.token or any(c in self.token for c in "\r\n \t"):
             raise ValueError("token must be a non-empty string without whitespace")
 
+    @property
+    def open_connections(self) -> int:
+        """What wrk really opens: each thread gets connections // threads."""
+        return self.threads * (self.connections // self.threads)
+
 
 @dataclass
 class LoadResult:
@@ -86,6 +89,8 @@ class LoadResult:
     exit_code: int
     stderr_tail: str = ""
     raw: dict = field(default_factory=dict)   # the WRK_JSON object as wrk's Lua printed it
+    threads: int = 0                          # what ran, not what was asked for
+    connections: int = 0
 
     @property
     def client_cpu_fraction(self) -> float:
@@ -102,9 +107,9 @@ def script_for(test: str) -> Path:
     return SCRIPTS_DIR / name
 
 
-def require_wrk() -> str:
+def require_wrk(host: LocalHost = LOCAL) -> str:
     """Path of the wrk binary, or LoadError with an install hint."""
-    path = shutil.which("wrk")
+    path = host.which("wrk")
     if not path:
         raise LoadError(INSTALL_HINT)
     return path
@@ -114,7 +119,7 @@ def wrk_version() -> str:
     """First line of `wrk -v`, e.g. 'wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer'."""
     wrk = require_wrk()
     # `wrk -v` prints the version and usage and exits with status 1
-    proc = subprocess.run([wrk, "-v"], capture_output=True, text=True, timeout=10)
+    proc = LOCAL.run([wrk, "-v"], timeout=10)
     for line in (proc.stdout + "\n" + proc.stderr).splitlines():
         if line.strip().startswith("wrk "):
             return line.strip()
@@ -183,7 +188,41 @@ def _find_json(stdout: str, stderr: str = "") -> dict:
     return data
 
 
-def _normalise(data: dict) -> dict:
+def _sent(data: dict) -> int | None:
+    """Requests the Lua scripts handed to wrk, summed over threads (None: not reported).
+
+    Before the run wrk calls request() once on its first thread's script to check what it
+    returns (script_verify_request in wrk.c); that request is never sent, so it is not
+    counted."""
+    threads = data.get("threads")
+    if not isinstance(threads, list) or not threads:
+        return None
+    counted = sum(int(_num(t.get("sent", 0), "threads[].sent") or 0) for t in threads)
+    return max(0, counted - WRK_VERIFY_CALLS)
+
+
+def request_accounting(sent: int | None, completed: int, errors: dict,
+                       connections: int | None) -> dict:
+    """Requests that never got an answer, counted as errors.
+
+    wrk's `requests` counts responses only (including non-2xx and late ones, which its
+    `status` and `timeout` counters flag), so a request whose connection the server
+    closed, or that was never answered, is in no counter. The Lua scripts count every
+    request handed to wrk; `sent - completed` is what got no answer. At the stop each
+    connection may still have one request in flight (wrk does not pipeline), so up to
+    `connections` of those are not the server's fault; the rest are `lost`. Read and
+    write errors are such unanswered requests already, so they and `lost` overlap: the
+    larger of the two is counted, never both. Without the connection count nothing can be
+    told lost.
+    """
+    unanswered = None if sent is None else max(0, sent - completed)
+    lost = 0 if unanswered is None or connections is None else max(0, unanswered - connections)
+    total = (errors["connect"] + errors["status"] + errors["timeout"]
+             + max(errors["read"] + errors["write"], lost))
+    return {"unanswered": unanswered, "lost": lost, "errors": total}
+
+
+def _normalise(data: dict, connections: int | None = None) -> dict:
     try:
         requests = int(_num(data["requests"], "requests"))
         duration_us = _num(data["duration_us"], "duration_us")
@@ -194,13 +233,18 @@ def _normalise(data: dict) -> dict:
         raise LoadError(f"WRK_JSON lacks a field: {exc!r}; got keys {sorted(data)}") from None
     duration_s = (duration_us or 0) / 1e6
     errors = {k: int(_num(raw_errors.get(k, 0), f"errors.{k}") or 0) for k in ERROR_KEYS}
-    errors["total"] = sum(errors[k] for k in ERROR_KEYS)
+    sent = _sent(data)
+    accounting = request_accounting(sent, requests, errors, connections)
+    errors["lost"] = accounting["lost"]
+    errors["total"] = accounting["errors"]
     latency_ms = {}
     for k in LATENCY_KEYS:
         v = _num(raw_latency.get(k), f"latency_us.{k}")
         latency_ms[k] = None if (v is None or requests == 0) else v / 1000.0
     return {
         "requests": requests,
+        "sent": sent,
+        "unanswered": accounting["unanswered"],
         "duration_s": duration_s,
         "requests_per_sec": requests / duration_s if duration_s > 0 else 0.0,
         "bytes": nbytes,
@@ -209,7 +253,7 @@ def _normalise(data: dict) -> dict:
     }
 
 
-def parse_wrk_output(stdout: str, stderr: str = "") -> dict:
+def parse_wrk_output(stdout: str, stderr: str = "", connections: int | None = None) -> dict:
     """The normalised summary from wrk's stdout (only the `WRK_JSON {...}` line is read).
 
     Returns {"requests", "duration_s", "requests_per_sec", "bytes",
@@ -217,83 +261,37 @@ def parse_wrk_output(stdout: str, stderr: str = "") -> dict:
              "errors": {connect, read, write, status, timeout, total}}.
     Raises LoadError (with the tails of stdout/stderr) when there is no such line.
     """
-    return _normalise(_find_json(stdout, stderr))
-
-
-def _kill(proc: subprocess.Popen) -> tuple[int, float]:
-    """Stop wrk (SIGINT makes it stop early; then SIGKILL) and reap it: (status, cpu_s)."""
-    try:
-        for sig, wait_s in ((signal.SIGINT, 2.0), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(sig)
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline:
-                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    proc.returncode = os.waitstatus_to_exitcode(status)
-                    return proc.returncode, rusage.ru_utime + rusage.ru_stime
-                time.sleep(0.02)
-    finally:
-        if proc.returncode is None:   # interrupted again, or wrk ignores signals: SIGKILL, reap
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(ChildProcessError):
-                _, status, rusage = os.wait4(proc.pid, 0)
-                proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode if proc.returncode is not None else -9, 0.0
+    return _normalise(_find_json(stdout, stderr), connections)
 
 
 def run_wrk(test: str, base_url: str, settings: LoadSettings,
-            duration_s: float | None = None) -> LoadResult:
+            duration_s: float | None = None, *, host: LocalHost = LOCAL,
+            on_start: Callable[[int], None] | None = None) -> LoadResult:
     """Run wrk for one test and return its parsed summary and client CPU usage.
 
     Raises LoadError if wrk is missing, exceeds duration + 30 s, or prints no WRK_JSON
     line (e.g. "unable to connect" when nothing listens at base_url). A run that has
-    errors (connect/status/...) is NOT an exception: look at summary["errors"].
-    On KeyboardInterrupt wrk is killed and the interrupt re-raised.
+    errors (connect/status/lost...) is NOT an exception: look at summary["errors"].
+    On KeyboardInterrupt wrk is killed and the interrupt re-raised. `on_start` gets
+    wrk's pid (the resource sampler watches it).
     """
-    wrk = require_wrk()
+    wrk = require_wrk(host)
     command = wrk_command(test, base_url, settings, duration_s)
     argv = [wrk] + command[1:]
     duration = _whole_seconds(settings.duration_s if duration_s is None else duration_s)
-
-    with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
-        start = time.monotonic()
-        # own session: a terminal Ctrl-C reaches us only, and we decide what wrk gets
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                start_new_session=True)
-        deadline = start + duration + KILL_GRACE_S
-        timed_out = False
-        try:
-            while True:
-                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    proc.returncode = exit_code = os.waitstatus_to_exitcode(status)
-                    cpu_s = rusage.ru_utime + rusage.ru_stime
-                    break
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    exit_code, cpu_s = _kill(proc)
-                    break
-                time.sleep(0.05)
-        except BaseException:   # KeyboardInterrupt included: never leave wrk running
-            if proc.returncode is None:
-                _kill(proc)
-            raise
-        wall_s = time.monotonic() - start
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode("utf-8", "replace")
-        stderr = err.read().decode("utf-8", "replace")
-
-    if timed_out:
+    # SIGINT makes wrk stop early and still print its report
+    done = host.run(argv, timeout=duration + KILL_GRACE_S, on_start=on_start)
+    if done.timed_out:
         raise LoadError(
             f"wrk did not finish within {duration + KILL_GRACE_S:.0f} s and was killed: "
-            f"{' '.join(command)}\n--- stdout (tail) ---\n{_tail(stdout)}\n"
-            f"--- stderr (tail) ---\n{_tail(stderr)}")
+            f"{' '.join(command)}\n--- stdout (tail) ---\n{_tail(done.stdout)}\n"
+            f"--- stderr (tail) ---\n{_tail(done.stderr)}")
     try:
-        data = _find_json(stdout, stderr)
+        data = _find_json(done.stdout, done.stderr)
     except LoadError as exc:
-        raise LoadError(f"wrk exited with status {exit_code}: {' '.join(command)}\n{exc}") from None
-    return LoadResult(command=argv, summary=_normalise(data), client_cpu_s=cpu_s,
-                      wall_s=wall_s, exit_code=exit_code, stderr_tail=_tail(stderr), raw=data)
+        raise LoadError(f"wrk exited with status {done.returncode}: {' '.join(command)}\n"
+                        f"{exc}") from None
+    return LoadResult(command=argv, summary=_normalise(data, settings.open_connections),
+                      client_cpu_s=done.cpu_s, wall_s=done.wall_s, exit_code=done.returncode,
+                      stderr_tail=_tail(done.stderr), raw=data, threads=settings.threads,
+                      connections=settings.open_connections)

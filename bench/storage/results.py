@@ -1,25 +1,26 @@
 """The result document: its schema, where runs live, and writing it safely.
 
 One folder per run under `results/`, holding `results.json` (validated against
-`bench/schema/results.schema.json`), the servers' logs and the rendered tables. The
-document is rewritten after every case, atomically, so an interruption or a crash
-loses nothing that was measured.
+`bench/storage/schema/results.schema.json`), the servers' logs and the rendered tables.
+The document is validated and rewritten after every sample, atomically, so an
+interruption or a crash loses nothing that was measured. Older schema versions are
+migrated on load (`bench.storage.migrate`), so every old run still renders.
 """
 from __future__ import annotations
 
 import json
 import os
-import platform
-import shutil
 import socket
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
 import jsonschema
 
-SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "results.schema.json"
+from bench.storage import migrate
+
+SCHEMA_VERSION = 2
+SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+SCHEMA_PATH = SCHEMA_DIR / "results.schema.json"
 RESULTS_FILE = "results.json"
 
 # Case statuses. Only "ok" rows are ranked and compared; every other status is shown
@@ -46,72 +47,49 @@ def new_run_id() -> str:
     return f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{host}"
 
 
-def _command_output(argv: list[str]) -> str | None:
-    if not shutil.which(argv[0]):
-        return None
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if text else None
-
-
-def environment() -> dict:
-    """The machine a run ran on: enough to know whether two runs are comparable."""
-    import psutil
-    cpu_model = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    repo = Path(__file__).resolve().parent.parent
-    return {
-        "hostname": socket.gethostname(),
-        "os": platform.platform(),
-        "kernel": platform.release(),
-        "cpu_model": cpu_model,
-        "cpu_count": os.cpu_count(),
-        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "python": platform.python_version(),
-        "wrk": _command_output(["wrk", "-v"]),
-        "rustc": _command_output(["rustc", "--version"]),
-        "git_commit": _command_output(["git", "-C", str(repo), "rev-parse", "HEAD"]),
-        "load_average_at_start": list(os.getloadavg()),
-    }
-
-
-def new_document(run_id: str, settings: dict, env: dict) -> dict:
+def new_document(run_id: str, settings: dict, env: dict, load: dict) -> dict:
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "status": "running",
+        "reason": None,
         "started_at": now_iso(),
         "finished_at": None,
         "settings": settings,
+        "load": load,
         "environment": env,
         "databases": {},
         "builds": {},
+        "servers": {},
         "verification": {},
+        "schedule": {},
         "cases": [],
     }
 
 
-def validate(doc: dict) -> None:
-    schema = json.loads(SCHEMA_PATH.read_text())
+_SCHEMAS: dict[int, dict] = {}
+
+
+def schema(version: int = SCHEMA_VERSION) -> dict:
+    if version not in _SCHEMAS:
+        name = "results.schema.json" if version == SCHEMA_VERSION else f"results.v{version}.schema.json"
+        _SCHEMAS[version] = json.loads((SCHEMA_DIR / name).read_text())
+    return _SCHEMAS[version]
+
+
+def validate(doc: dict, version: int = SCHEMA_VERSION) -> None:
     try:
-        jsonschema.validate(doc, schema)
+        jsonschema.validate(doc, schema(version))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ResultsError(f"results.json does not match schema version {SCHEMA_VERSION} "
+        raise ResultsError(f"results.json does not match schema version {version} "
                            f"at {where}: {exc.message}") from exc
 
 
 def save(doc: dict, run_dir: Path) -> Path:
-    """Write atomically: a reader (or a crash) never sees half a file."""
+    """Validate, then write atomically: a reader (or a crash) never sees half a file, and
+    a document that breaks the schema is refused at once, not when someone loads it."""
+    validate(doc)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / RESULTS_FILE
     tmp = path.with_suffix(".json.tmp")
@@ -132,11 +110,11 @@ def load(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path} is not valid JSON: {exc}") from exc
     version = doc.get("schema_version") if isinstance(doc, dict) else None
-    if version != SCHEMA_VERSION:
+    if version not in migrate.READABLE:
         raise ResultsError(f"{path} has schema version {version!r}; this harness reads "
-                           f"version {SCHEMA_VERSION}")
-    validate(doc)
-    return doc
+                           f"versions {', '.join(map(str, migrate.READABLE))}")
+    validate(doc, version)
+    return migrate.to_current(doc)
 
 
 def latest_run(results_root: Path) -> Path:

@@ -1,0 +1,124 @@
+"""Judging one measured sample: error rate, Little's law, a saturated load generator.
+
+Pure functions of the stored figures, so they are unit-tested on numbers alone and can
+be re-applied to old results with new rules.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Little's law: with a closed loop of C connections, C ~= throughput x mean latency.
+# When the measured latency explains much less than that, the missing time was spent
+# outside the server's answer: in the client, in the kernel between requests, or in
+# connection churn. That shortfall is reported as what it is, unexplained time, and only
+# blamed on the client when the client's CPU says so too.
+# The other way round is no problem: wrk corrects its latency histogram for coordinated
+# omission (it adds the samples a stalled connection did not send), so after stalls its
+# mean exceeds C / throughput. That ratio is recorded, not warned about.
+LITTLE_FACTOR = 1.5
+# wrk threads busy above this share of their CPU time means wrk, not the server, set the pace.
+CLIENT_SATURATION = 0.90
+# When wrk and the server share the machine's cores, a load generator that burns a third
+# or more of all the CPU the test used (server + database + wrk) takes cores the server
+# would otherwise have had: the figure measures the pair, not the server.
+CLIENT_CPU_SHARE = 1 / 3
+
+
+@dataclass
+class Verdict:
+    valid: bool
+    reason: str | None
+    warnings: list[str] = field(default_factory=list)
+    figures: dict = field(default_factory=dict)
+
+
+def error_rate(summary: dict) -> float:
+    """Errors of every kind (connect, read, write, timeout, non-2xx/3xx, lost) per request
+    sent; per completed request where the number sent is not known (schema 1 results)."""
+    errors = summary["errors"]["total"]
+    sent = summary.get("sent")
+    attempts = sent if sent else summary["requests"]
+    return errors / max(attempts, 1)
+
+
+def describe_errors(summary: dict) -> str:
+    parts = [f"{k} {v}" for k, v in summary["errors"].items() if k != "total" and v]
+    return ", ".join(parts) or "none"
+
+
+def littles_law_ratio(summary: dict, connections: int) -> float | None:
+    """throughput x mean latency / connections: ~1 when the server's answers fill the time."""
+    rps, mean_ms = summary["requests_per_sec"], summary["latency_ms"]["mean"]
+    if not rps or mean_ms is None or connections <= 0:
+        return None
+    return rps * (mean_ms / 1000.0) / connections
+
+
+def client_utilisation(client_cpu_s: float, wall_s: float, threads: int) -> float | None:
+    """Share of the wrk threads' available CPU they used (1.0 = every thread always busy)."""
+    if wall_s <= 0 or threads <= 0:
+        return None
+    return client_cpu_s / (wall_s * threads)
+
+
+def client_cpu_share(client_cpu_s: float, server_side_cpu_s: float | None) -> float | None:
+    """wrk's part of all the CPU time the test used (wrk + server tree + database)."""
+    if server_side_cpu_s is None or client_cpu_s + server_side_cpu_s <= 0:
+        return None
+    return client_cpu_s / (client_cpu_s + server_side_cpu_s)
+
+
+def judge(summary: dict, *, connections: int, threads: int, client_cpu_s: float,
+          wall_s: float, threshold: float, server_cpu_s: float | None = None,
+          database_cpu_s: float | None = None) -> Verdict:
+    """The verdict on one sample, from its stored figures. `connections` and `threads` are
+    what wrk really opened; the database's CPU counts as server-side work."""
+    warnings: list[str] = []
+    rate = error_rate(summary)
+    ratio = littles_law_ratio(summary, connections)
+    util = client_utilisation(client_cpu_s, wall_s, threads)
+    server_side = None if server_cpu_s is None else server_cpu_s + (database_cpu_s or 0.0)
+    share = client_cpu_share(client_cpu_s, server_side)
+    figures = {"error_rate": rate, "littles_law_ratio": ratio, "client_cpu_utilisation": util,
+               "client_cpu_share": share,
+               "latency_corrected_for_stalls": ratio is not None and ratio > LITTLE_FACTOR}
+
+    valid, reason = True, None
+    if summary["requests"] == 0:
+        valid, reason = False, "no request completed"
+    elif rate > threshold:
+        valid = False
+        reason = (f"{rate:.2%} of requests failed (threshold {threshold:.2%}): "
+                  f"{describe_errors(summary)}")
+    elif summary["errors"]["total"]:
+        warnings.append(f"{summary['errors']['total']} errors ({rate:.3%}, under the "
+                        f"{threshold:.2%} threshold): {describe_errors(summary)}")
+
+    client_bound = False
+    if util is not None and util >= CLIENT_SATURATION:
+        client_bound = True
+        warnings.append(f"client-bound: wrk used {util:.0%} of its {threads} thread(s)' CPU; "
+                        f"the load generator, not the server, may set this figure")
+    elif share is not None and share >= CLIENT_CPU_SHARE:
+        client_bound = True
+        warnings.append(f"client-bound: wrk used {share:.0%} of the CPU time of this test "
+                        f"(server + database + wrk, threshold {CLIENT_CPU_SHARE:.0%}); sharing "
+                        f"the cores with its load generator, the server is not what sets this "
+                        f"figure")
+    if ratio is not None and ratio < 1 / LITTLE_FACTOR:
+        warnings.append(f"{1 - ratio:.0%} of the {connections} connections' time is not "
+                        f"explained by server latency (throughput x mean latency = {ratio:.2f} "
+                        f"x connections, Little's law): time went to the client, the kernel "
+                        f"or connection set-up between requests")
+    figures["client_bound"] = client_bound
+    return Verdict(valid, reason, warnings, figures)
+
+
+def judge_sample(sample: dict, threshold: float) -> Verdict:
+    """`judge` on a stored sample record (schema 2)."""
+    wrk = sample["wrk"]
+    resources = sample.get("resources") or {}
+    return judge(sample["summary"], connections=wrk["connections"], threads=wrk["threads"],
+                 client_cpu_s=wrk["client_cpu_s"], wall_s=wrk["wall_s"], threshold=threshold,
+                 server_cpu_s=(resources.get("server") or {}).get("cpu_s"),
+                 database_cpu_s=(resources.get("database") or {}).get("cpu_s"))

@@ -1,0 +1,144 @@
+"""Command line of run_bench.py: run (default), list, build, serve, verify.
+
+Each command is a thin function over the packages below it; exit statuses: 0 all well,
+1 something measured or checked is not ok (or a tool/database failed), 2 bad input
+(unknown names, impossible settings), 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from bench.cli import arguments
+from bench.core import manifest
+from bench.core.settings import TESTS, SelectionError, Settings, validate
+from bench.infra import databases
+from bench.load import wrk
+from bench.storage import results
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+COMMANDS = ("run", "list", "serve", "verify", "build")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="run_bench.py",
+        description="Benchmark web frameworks on real PostgreSQL and MySQL/MariaDB with wrk. "
+                    "Without a command, `run` is assumed; `run_bench.py run --help` lists "
+                    "its options.")
+    sub = top.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="verify and measure the selected cases (default)")
+    arguments.add_selection(run)
+    arguments.add_load(run)
+    arguments.add_server_settings(run)
+    arguments.add_databases(run)
+
+    sub.add_parser("list", help="show the servers, their variants and the tests")
+    build = sub.add_parser("build", help="run the build step of the selected servers' manifests")
+    build.add_argument("--servers", type=arguments.csv_list, default=[], metavar="A,B")
+    build.add_argument("--servers-dir", action="append", type=Path, default=[])
+
+    serve = sub.add_parser("serve", help="start one server against a restored database, in "
+                                         "the foreground, for debugging by hand")
+    serve.add_argument("server")
+    serve.add_argument("--db", dest="database", default="postgres",
+                       help="postgres, mysql or none (default: %(default)s)")
+    serve.add_argument("--orm", action="store_true", help="the ORM variant")
+    serve.add_argument("--servers-dir", action="append", type=Path, default=[])
+    arguments.add_server_settings(serve)
+    arguments.add_databases(serve)
+
+    ver = sub.add_parser("verify", help="verify the selected servers against the contract, "
+                                        "without load")
+    arguments.add_selection(ver)
+    arguments.add_server_settings(ver)
+    arguments.add_databases(ver)
+    ver.add_argument("--results-dir", type=Path, default=Settings().results_dir)
+    return top
+
+
+def cmd_list(specs: dict) -> int:
+    from tabulate import tabulate
+    rows = [[s.id, s.language, ", ".join(s.databases),
+             ", ".join("orm" if o else "raw" for o in s.orm), s.concurrency, s.description]
+            for s in specs.values()]
+    print(tabulate(rows, ["server", "language", "databases", "variants", "concurrency",
+                          "description"], tablefmt="simple"))
+    print(f"\ntests: {', '.join(TESTS)} (plain and to json run once per server, "
+          f"without a database)")
+    return 0
+
+
+def cmd_build(settings: Settings, specs: dict) -> int:
+    from bench.infra.server import ServerError, build
+    from bench.paths import CACHE_DIR
+    validate(settings, list(specs))
+    for server_id in settings.servers or sorted(specs):
+        spec = specs[server_id]
+        if spec.build:
+            log = CACHE_DIR / f"build-{spec.id}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            print(f"building {spec.id} (log: {log})", flush=True)
+            try:
+                seconds = build(spec, settings, log)
+            except ServerError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            print(f"built {spec.id} in {seconds:.1f} s")
+    return 0
+
+
+def cmd_run(settings: Settings, specs: dict) -> int:
+    from bench.core.plan import plan
+    from bench.runner import Run
+    cases = plan(settings, specs)
+    if not cases:
+        print("nothing to run: the selection matches no case", file=sys.stderr)
+        return EXIT_USAGE
+    wrk.require_wrk()
+    doc = Run(settings, cases).execute()
+    if doc["status"] == "interrupted":
+        return EXIT_INTERRUPTED
+    bad = [c for c in doc["cases"] if c["status"] != results.OK]
+    if doc["status"] != "complete" or bad:
+        print(f"{len(bad)} of {len(doc['cases'])} cases are not ok (see the tables)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C must always stop a run cleanly, even when started from a shell that made
+    # its background jobs ignore SIGINT (Python would then keep ignoring it)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
+        argv.insert(0, "run")
+    args = parser().parse_args(argv)
+    try:
+        settings = arguments.settings_from(args)
+        specs = manifest.discover(settings.servers_dirs)
+        if args.command == "list":
+            return cmd_list(specs)
+        if args.command == "build":
+            return cmd_build(settings, specs)
+        if args.command == "serve":
+            from bench.cli.serve import serve
+            return serve(settings, specs, args.server, args.database, args.orm)
+        if args.command == "verify":
+            from bench.cli.verify import verify_selection
+            return verify_selection(settings, specs)
+        return cmd_run(settings, specs)
+    except (SelectionError, manifest.ManifestError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (wrk.LoadError, databases.ProvisionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

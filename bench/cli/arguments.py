@@ -1,0 +1,129 @@
+"""The command line's options, and how they become `Settings`: preset first, then every
+flag given explicitly on top of it."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from bench.core.settings import ORM_CHOICES, PRESET_FIELDS, PRESETS, TESTS, Settings, \
+    normalise_test
+from bench.paths import SERVERS_DIR
+
+
+def csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def preset_help() -> str:
+    lines = [f"{p.name}: {p.repeat} x {p.duration:g} s samples after {p.warmup:g} s warm-up, "
+             f"{p.connections} connections ({p.purpose})" for p in PRESETS.values()]
+    return "; ".join(lines)
+
+
+def add_selection(p: argparse.ArgumentParser) -> None:
+    d = Settings()
+    g = p.add_argument_group("selection")
+    g.add_argument("--servers", type=csv_list, default=[], metavar="A,B",
+                   help="servers to run (default: all; see `list`)")
+    g.add_argument("--databases", "--db", dest="databases", type=csv_list, default=d.databases,
+                   metavar="postgres,mysql", help="databases (default: %(default)s)")
+    g.add_argument("--orm", choices=ORM_CHOICES, default=d.orm,
+                   help="raw driver, ORM, or both variants (default: %(default)s)")
+    g.add_argument("--tests", type=csv_list, default=list(TESTS), metavar="T,T",
+                   help="tests: get_user, update_user, plain, to_json (default: all)")
+    g.add_argument("--servers-dir", action="append", type=Path, default=[],
+                   help="an extra folder of server folders (e.g. test fixtures)")
+
+
+def add_server_settings(p: argparse.ArgumentParser) -> None:
+    d = Settings()
+    g = p.add_argument_group("servers")
+    g.add_argument("--workers", type=int, default=d.workers,
+                   help="worker processes (threads for single-process servers) per server "
+                        "(default: %(default)s)")
+    g.add_argument("--db-connections", type=int, default=d.db_connections,
+                   help="total DB connections per server, split over its processes "
+                        "(default: %(default)s)")
+    g.add_argument("--port", type=int, default=d.port, help="server port (default: %(default)s)")
+    g.add_argument("--token", default=d.token, help="API token (default: %(default)s)")
+
+
+def add_databases(p: argparse.ArgumentParser) -> None:
+    d = Settings()
+    g = p.add_argument_group("databases")
+    g.add_argument("--db-mode", choices=("auto", "local", "docker", "external"), default=d.db_mode,
+                   help="local: throwaway servers from installed binaries; docker: docker "
+                        "compose; external: --postgres-dsn/--mysql-dsn; auto: docker if an "
+                        "engine answers, else local (default: %(default)s)")
+    g.add_argument("--pg-port", type=int, default=d.pg_port, help="default: %(default)s")
+    g.add_argument("--mysql-port", type=int, default=d.mysql_port, help="default: %(default)s")
+    g.add_argument("--postgres-dsn", default=os.environ.get("BENCH_POSTGRES_DSN"),
+                   help="postgresql://user:pw@host:port/db (env BENCH_POSTGRES_DSN)")
+    g.add_argument("--mysql-dsn", default=os.environ.get("BENCH_MYSQL_DSN"),
+                   help="mysql://user:pw@host:port/db (env BENCH_MYSQL_DSN)")
+    g.add_argument("--keep-db", action="store_true",
+                   help="leave local/docker databases and their data behind (debugging)")
+
+
+def add_load(p: argparse.ArgumentParser) -> None:
+    d = Settings()
+    g = p.add_argument_group("load and samples (a preset sets duration, warm-up, repeat and "
+                             "connections together; a flag given explicitly overrides it)")
+    g.add_argument("--preset", choices=list(PRESETS), default=None,
+                   help=f"default: default. {preset_help()}")
+    g.add_argument("--quick", action="store_const", dest="preset", const="quick",
+                   help="the same as --preset quick")
+    g.add_argument("--duration", type=float, default=None,
+                   help="measured seconds per sample")
+    g.add_argument("--warmup", type=float, default=None,
+                   help="warm-up seconds before each sample, not recorded in the figures")
+    g.add_argument("--repeat", type=int, default=None,
+                   help="samples per case, measured in interleaved rounds of every case in a "
+                        "shuffled order")
+    g.add_argument("--connections", type=int, default=None, help="wrk connections")
+    g.add_argument("--threads", type=int, default=None,
+                   help="wrk threads (default: half the usable CPUs, at most the connections, "
+                        "and dividing them evenly)")
+    g.add_argument("--timeout", type=float, default=d.timeout,
+                   help="wrk request timeout, seconds (default: %(default)s)")
+    g.add_argument("--seed", type=int, default=d.seed,
+                   help="seed of the request generators (default: %(default)s)")
+    g.add_argument("--order-seed", type=int, default=None,
+                   help="seed of the sample order (default: drawn at random and recorded)")
+    g.add_argument("--error-threshold", type=float, default=d.error_threshold * 100,
+                   metavar="PERCENT", help="a sample with more errors (per request sent) than "
+                                           "this is invalid (default: %(default)s %%)")
+    g.add_argument("--unstable-cv", type=float, default=d.unstable_cv * 100, metavar="PERCENT",
+                   help="a case whose req/s varies more than this between samples (coefficient "
+                        "of variation) is flagged unstable (default: %(default)s %%)")
+    g.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="skip verification before load (numbers are then unverified)")
+    g.add_argument("--results-dir", type=Path, default=d.results_dir,
+                   help="where run folders go (default: results/)")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    s = Settings()
+    if getattr(args, "preset", None) or hasattr(args, "duration"):
+        s.apply_preset(getattr(args, "preset", None) or "default")
+    for name in vars(s):
+        value = getattr(args, name, None)
+        if value is None or name in ("tests", "servers_dirs", "error_threshold", "unstable_cv",
+                                     "preset"):
+            continue
+        setattr(s, name, value)
+    if not isinstance(s.orm, str):        # `serve --orm` is a flag, not a selection
+        s.orm = "orm" if s.orm else "raw"
+    if hasattr(args, "tests"):
+        s.tests = [normalise_test(t) for t in args.tests]
+    if getattr(args, "error_threshold", None) is not None:
+        s.error_threshold = args.error_threshold / 100
+    if getattr(args, "unstable_cv", None) is not None:
+        s.unstable_cv = args.unstable_cv / 100
+    s.servers_dirs = [SERVERS_DIR, *getattr(args, "servers_dir", [])]
+    return s
+
+
+__all__ = ["add_selection", "add_server_settings", "add_databases", "add_load",
+           "settings_from", "csv_list", "PRESET_FIELDS"]

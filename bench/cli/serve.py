@@ -1,0 +1,76 @@
+"""`run_bench.py serve`: one server, in the foreground, set up exactly as a benchmark case
+would set it up, with ready-to-paste curl commands. Ctrl-C stops it all."""
+from __future__ import annotations
+
+import shlex
+import time
+
+from bench.core.manifest import ServerSpec
+from bench.core.plan import Variant
+from bench.core.settings import SelectionError, Settings
+from bench.infra import databases
+from bench.infra.lifecycle import running_server
+from bench.infra.server import ServerError, build
+from bench.infra.signals import sigterm_as_interrupt
+from bench.paths import CACHE_DIR
+
+
+def curl_examples(base: str, token: str, with_db: bool) -> list[str]:
+    t = f"-H {shlex.quote('token: ' + token)}"
+    lines = [f"curl -s {base}/ping/"]
+    if with_db:
+        lines += [f"curl -s {t} {base}/user/42/",
+                  f"curl -s {t} -X PATCH -H 'Content-Type: application/json' "
+                  f"-d '{{\"username\": \"alice\", \"email\": \"alice@example.com\"}}' {base}/user/42/",
+                  f"curl -s -i {base}/user/42/            # no token: 401"]
+    lines += [f"curl -s {t} '{base}/plain/?param1=a&param2=b&param3=c'",
+              f"curl -s {t} '{base}/to_json/?param1=a&param2=b&param3=c'",
+              f"wrk -t1 -c16 -d5s -H {shlex.quote('token: ' + token)} {base}/user/1/"
+              if with_db else
+              f"wrk -t1 -c16 -d5s -H {shlex.quote('token: ' + token)} '{base}/plain/?param1=a'"]
+    return lines
+
+
+def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, database: str,
+          orm: bool) -> int:
+    if server_id not in specs:
+        raise SelectionError(f"unknown server {server_id!r}; valid: {', '.join(sorted(specs))}")
+    spec = specs[server_id]
+    if database != "none" and (database, orm) not in spec.variants():
+        valid = ", ".join(f"--db {d}{' --orm' if o else ''}" for d, o in spec.variants())
+        raise SelectionError(f"{server_id} has no {database}/{'orm' if orm else 'raw'} "
+                             f"variant; valid: {valid}, --db none")
+    variant = Variant(spec, database, orm and database != "none")
+    provider, endpoint = None, None
+    try:
+        with sigterm_as_interrupt():
+            if database != "none":
+                provider = databases.for_settings(settings, [database])
+                endpoint = provider.start()[database]
+            if spec.build:
+                print(f"building {spec.id} ...", flush=True)
+                build(spec, settings, CACHE_DIR / f"build-{spec.id}.log")
+            with running_server(variant, settings, endpoint, log_path=None) as running:
+                server = running.server
+                print(f"\n{spec.id} ({variant.key}) is ready at {server.base_url}  "
+                      f"[{settings.workers} workers, {server.pool_size} DB connection(s) per "
+                      f"process]")
+                if endpoint:
+                    print(f"database: {endpoint.engine} at {endpoint.host}:{endpoint.port}, "
+                          f"db {endpoint.name}, user {endpoint.user}")
+                print("\ntry:\n  " + "\n  ".join(
+                    curl_examples(server.base_url, settings.token, endpoint is not None)))
+                print("\nCtrl-C stops the server and the databases.", flush=True)
+                while server.alive():
+                    time.sleep(0.5)
+                print(f"{spec.id} exited with code {server.proc.returncode}")
+                return 1
+    except KeyboardInterrupt:
+        print("\nstopping ...")
+        return 0
+    except ServerError as exc:
+        print(f"error: {exc}")
+        return 1
+    finally:
+        if provider is not None:
+            provider.stop()

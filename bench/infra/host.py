@@ -1,0 +1,179 @@
+"""The one seam through which the harness starts every process and reads every resource.
+
+Servers, local databases and the load generator are all started here, each in a process
+group of its own so that one signal reaches everything it forked; their CPU and memory
+are read here too. Everything else asks a `Host` and never calls subprocess or psutil
+itself, so running a role on another machine means another `Host`, not another harness.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+
+@dataclass
+class Completed:
+    """A finished command: its status, output, CPU time (user + system) and wall time."""
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    cpu_s: float
+    wall_s: float
+    timed_out: bool = False
+
+
+@dataclass
+class ProcessFigures:
+    """One reading of a process: cumulative CPU seconds and proportional memory."""
+    cpu_s: float
+    memory_mb: float | None        # PSS where readable, else USS, else RSS
+    memory_kind: str
+
+
+class LocalHost:
+    """This machine."""
+    name = "local"
+
+    # ------------------------------------------------------------ processes
+    def spawn(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
+              log_path: Path | None = None) -> subprocess.Popen:
+        """Start argv in a new session (its own process group); output to log_path, or to
+        this terminal when None. A Ctrl-C in the terminal reaches the harness only, which
+        then stops everything in order."""
+        log = open(log_path, "ab") if log_path else None
+        try:
+            if log:
+                log.write(f"$ {' '.join(argv)}\n".encode())
+                log.flush()
+            return subprocess.Popen(argv, cwd=cwd, env=env, stdout=log,
+                                    stderr=subprocess.STDOUT if log else None,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            if log:
+                log.close()
+
+    def run(self, argv: list[str], *, timeout: float, cwd: Path | None = None,
+            env: dict | None = None, on_start: Callable[[int], None] | None = None,
+            stop_signal: int = signal.SIGINT) -> Completed:
+        """Run argv to completion and return its output and its own CPU time (from wait4's
+        rusage, exact). Past `timeout` it gets `stop_signal`, then SIGKILL. On any exception
+        (Ctrl-C included) the process is killed and reaped before the exception goes on."""
+        with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
+            start = time.monotonic()
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, start_new_session=True)
+            timed_out = False
+            try:
+                if on_start:
+                    on_start(proc.pid)
+                while True:
+                    pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                    if pid:
+                        proc.returncode = code = os.waitstatus_to_exitcode(status)
+                        cpu_s = rusage.ru_utime + rusage.ru_stime
+                        break
+                    if time.monotonic() - start > timeout:
+                        timed_out = True
+                        code, cpu_s = self._stop_and_reap(proc, stop_signal)
+                        break
+                    time.sleep(0.05)
+            except BaseException:
+                if proc.returncode is None:
+                    self._stop_and_reap(proc, stop_signal)
+                raise
+            wall_s = time.monotonic() - start
+            out.seek(0)
+            err.seek(0)
+            return Completed(argv, code, out.read().decode("utf-8", "replace"),
+                             err.read().decode("utf-8", "replace"), cpu_s, wall_s, timed_out)
+
+    @staticmethod
+    def _stop_and_reap(proc: subprocess.Popen, first: int) -> tuple[int, float]:
+        """`first` signal, then SIGKILL; reap it: (status, cpu seconds)."""
+        try:
+            for sig, wait_s in ((first, 2.0), (signal.SIGKILL, 5.0)):
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(sig)
+                deadline = time.monotonic() + wait_s
+                while time.monotonic() < deadline:
+                    pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                    if pid:
+                        proc.returncode = os.waitstatus_to_exitcode(status)
+                        return proc.returncode, rusage.ru_utime + rusage.ru_stime
+                    time.sleep(0.02)
+        finally:
+            if proc.returncode is None:   # interrupted again: SIGKILL and reap regardless
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                with contextlib.suppress(ChildProcessError):
+                    _, status, _ = os.wait4(proc.pid, 0)
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+        return proc.returncode if proc.returncode is not None else -9, 0.0
+
+    def signal_group(self, pid: int, sig: int) -> bool:
+        """Send sig to the process group led by pid; False when it is gone."""
+        try:
+            os.killpg(pid, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    # ------------------------------------------------------------ resources
+    def tree(self, pid: int) -> list[psutil.Process]:
+        """pid and all its descendants that are running now."""
+        try:
+            root = psutil.Process(pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def read(self, proc: psutil.Process, memory: bool) -> ProcessFigures | None:
+        """CPU seconds so far and (when `memory`) proportional memory, or None once gone.
+
+        PSS splits each shared page between the processes that map it, so a server of
+        eight forked workers is not charged eight times for the pages they share (RSS
+        would be, and would penalise multi-process servers against a single process)."""
+        try:
+            with proc.oneshot():
+                t = proc.cpu_times()
+                cpu = t.user + t.system
+                if not memory:
+                    return ProcessFigures(cpu, None, "")
+                try:
+                    full = proc.memory_full_info()
+                    pss = getattr(full, "pss", None)
+                    if pss is not None:
+                        return ProcessFigures(cpu, pss / 2**20, "pss")
+                    return ProcessFigures(cpu, full.uss / 2**20, "uss")
+                except (psutil.AccessDenied, AttributeError):
+                    return ProcessFigures(cpu, proc.memory_info().rss / 2**20, "rss")
+        except psutil.Error:
+            return None
+
+    # ------------------------------------------------------------ network and tools
+    def port_is_free(self, port: int, host: str = "127.0.0.1") -> bool:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((host, port))
+            except OSError:
+                return False
+        return True
+
+    def which(self, tool: str) -> str | None:
+        return shutil.which(tool)
+
+
+LOCAL = LocalHost()

@@ -1,0 +1,54 @@
+"""The one sequence every command uses to bring a server up and down:
+restore the table -> start the server -> wait until it answers as itself -> (verify) ->
+use it -> stop its whole process group. `run`, `verify`, `serve` and the contract tests
+all go through `running_server`, so they cannot drift apart.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from bench.core.plan import Variant
+from bench.core.settings import Settings
+from bench.infra import db
+from bench.infra.host import LOCAL, LocalHost
+from bench.infra.server import ServerProcess
+
+
+@dataclass
+class Running:
+    server: ServerProcess
+    overhead_s: dict = field(default_factory=dict)   # restore, start_to_ready, stop, total
+    verification: Any = None                          # what the verifier returned, if any
+
+
+@contextmanager
+def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint | None,
+                   log_path: Path | None, *,
+                   verifier: Callable[[ServerProcess], Any] | None = None,
+                   overhead_s: dict | None = None,
+                   host: LocalHost = LOCAL) -> Iterator[Running]:
+    """A freshly restored table and a freshly started, ready server; always stopped.
+
+    `overhead_s` (a dict of the caller's, or a new one) is filled as the steps happen, so
+    a caller that catches an exception still has the timings of the steps that ran.
+    ServerError propagates (it carries the server log's tail)."""
+    running = Running(ServerProcess(variant, settings, endpoint, log_path, host),
+                      overhead_s if overhead_s is not None else {})
+    overhead = running.overhead_s
+    overhead["restore"] = round(db.restore(endpoint), 4) if endpoint is not None else 0.0
+    try:
+        t0 = time.monotonic()
+        running.server.start()
+        running.server.wait_ready()
+        overhead["start_to_ready"] = round(time.monotonic() - t0, 4)
+        if verifier is not None:
+            running.verification = verifier(running.server)
+        yield running
+    finally:
+        overhead["stop"] = round(running.server.stop(), 4)
+        overhead["total"] = round(sum(overhead.get(k, 0.0) for k in
+                                      ("restore", "start_to_ready", "stop")), 4)

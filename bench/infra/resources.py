@@ -1,0 +1,123 @@
+"""CPU and memory of the server, the database and the load generator, sampled during the
+measured window (several readings a second, in a background thread).
+
+Each *group* is a function returning the pids that belong to it right now (a server's
+whole process tree, the database server's processes, wrk), so workers forked or
+restarted during the window are counted from the moment they are first seen.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from bench.infra.host import LOCAL, LocalHost
+
+CPU_INTERVAL_S = 0.25      # 4 readings a second: enough for a peak, cheap on a busy machine
+MEMORY_EVERY = 4           # PSS (smaps_rollup) once a second: it is the dearer reading
+
+
+@dataclass
+class _Group:
+    pids: Callable[[], list[int]]
+    last_cpu: dict[int, float] = field(default_factory=dict)
+    cpu_s: float = 0.0
+    peak_cores: float = 0.0
+    memory: list[float] = field(default_factory=list)
+    memory_kind: str = ""
+    max_processes: int = 0
+
+
+class ResourceSampler:
+    """Use as a context manager around the measured window; `figures()` afterwards."""
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]], host: LocalHost = LOCAL,
+                 interval: float = CPU_INTERVAL_S):
+        self.groups = {name: _Group(pids) for name, pids in groups.items()}
+        self.host, self.interval = host, interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._procs: dict[int, object] = {}
+        self.started = self.ended = 0.0
+        self.readings = 0
+
+    def __enter__(self) -> "ResourceSampler":
+        self.started = time.monotonic()
+        self._read(first=True, memory=True)
+        self._thread = threading.Thread(target=self._loop, name="resource-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+        self._read(first=False, memory=False)
+        self.ended = time.monotonic()
+
+    def _loop(self) -> None:
+        tick = 0
+        while not self._stop.wait(self.interval):
+            tick += 1
+            self._read(first=False, memory=tick % MEMORY_EVERY == 0)
+
+    def _proc(self, pid: int):
+        import psutil
+        proc = self._procs.get(pid)
+        if proc is None:
+            try:
+                proc = self._procs[pid] = psutil.Process(pid)
+            except psutil.Error:
+                return None
+        return proc
+
+    def _read(self, *, first: bool, memory: bool) -> None:
+        now = time.monotonic()
+        dt = max(now - getattr(self, "_last_read", now), 1e-6)
+        self._last_read = now
+        self.readings += 1
+        for group in self.groups.values():
+            try:
+                pids = group.pids()
+            except Exception:  # noqa: BLE001 - a group that cannot be listed reads as empty
+                pids = []
+            delta, mem_total, kinds, seen = 0.0, 0.0, set(), 0
+            for pid in pids:
+                proc = self._proc(pid)
+                figures = self.host.read(proc, memory) if proc is not None else None
+                if figures is None:
+                    continue
+                seen += 1
+                previous = group.last_cpu.get(pid)
+                group.last_cpu[pid] = figures.cpu_s
+                if previous is not None:
+                    delta += max(0.0, figures.cpu_s - previous)
+                if figures.memory_mb is not None:
+                    mem_total += figures.memory_mb
+                    kinds.add(figures.memory_kind)
+            group.max_processes = max(group.max_processes, seen)
+            if not first:
+                group.cpu_s += delta
+                group.peak_cores = max(group.peak_cores, delta / dt)
+            if memory and seen:
+                group.memory.append(mem_total)
+                group.memory_kind = "/".join(sorted(kinds))
+
+    def figures(self) -> dict[str, dict]:
+        """Per group: CPU seconds, mean and peak cores, mean and peak memory (MiB, PSS)."""
+        wall = max(self.ended - self.started, 1e-6)
+        out = {}
+        for name, g in self.groups.items():
+            out[name] = {
+                "cpu_s": round(g.cpu_s, 3),
+                "mean_cores": round(g.cpu_s / wall, 3),
+                "peak_cores": round(g.peak_cores, 3),
+                "memory_mean_mb": round(sum(g.memory) / len(g.memory), 1) if g.memory else None,
+                "memory_peak_mb": round(max(g.memory), 1) if g.memory else None,
+                "memory_kind": g.memory_kind or None,
+                "processes": g.max_processes,
+            }
+        out["window_s"] = round(wall, 3)
+        out["readings"] = self.readings
+        return out

@@ -1,0 +1,109 @@
+"""Per-sample verdicts, on numbers alone."""
+import pytest
+
+from bench.analysis import judge
+from bench.load.wrk import request_accounting
+from tests.unit.conftest import summary
+
+
+def verdict(s, **kw):
+    args = dict(connections=64, threads=1, client_cpu_s=1, wall_s=10, threshold=0.001)
+    return judge.judge(s, **{**args, **kw})
+
+
+def test_error_rate_counts_every_kind_per_request_sent():
+    s = summary(1000, 1.0, errors=5, requests=1000)
+    s["errors"].update(timeout=5, total=10)
+    assert judge.error_rate(s) == pytest.approx(0.01)      # no `sent`: schema 1 figures
+    s["sent"] = 2000
+    assert judge.error_rate(s) == pytest.approx(0.005)
+
+
+def test_unanswered_requests_beyond_those_in_flight_are_lost_errors():
+    errors = {"connect": 0, "read": 0, "write": 0, "status": 0, "timeout": 0}
+    # 64 connections may each have one request in flight at the stop: not lost
+    assert request_accounting(10_064, 10_000, errors, 64) == \
+        {"unanswered": 64, "lost": 0, "errors": 0}
+    assert request_accounting(10_100, 10_000, errors, 64) == \
+        {"unanswered": 100, "lost": 36, "errors": 36}
+    # a read error is such an unanswered request: counted once, not twice
+    assert request_accounting(10_100, 10_000, {**errors, "read": 40}, 64)["errors"] == 40
+    assert request_accounting(10_100, 10_000, {**errors, "read": 10}, 64)["errors"] == 36
+    # status and timeout errors are answers, so they add to the lost ones
+    assert request_accounting(10_100, 10_000, {**errors, "status": 5}, 64)["errors"] == 41
+    # not reported (old wrk scripts): nothing invented
+    assert request_accounting(None, 10_000, errors, 64) == \
+        {"unanswered": None, "lost": 0, "errors": 0}
+
+
+def test_sample_over_threshold_is_invalid_with_reason():
+    v = verdict(summary(1000, 64.0, errors=20, requests=10_000))
+    assert not v.valid
+    assert v.reason.startswith("0.20% of requests failed") and "status 20" in v.reason
+
+
+def test_errors_under_threshold_are_kept_as_a_warning():
+    v = verdict(summary(1000, 64.0, errors=1, requests=10_000))
+    assert v.valid and v.reason is None
+    assert v.warnings == ["1 errors (0.010%, under the 0.10% threshold): status 1"]
+
+
+def test_littles_law_consistent_sample_has_no_warning():
+    # 64 connections, 1000 req/s, 64 ms mean: C = X * R exactly
+    v = verdict(summary(1000, 64.0), client_cpu_s=2)
+    assert v.valid and v.warnings == []
+    assert v.figures["littles_law_ratio"] == pytest.approx(1.0)
+    assert v.figures["client_bound"] is False
+
+
+def test_saturated_client_is_client_bound():
+    v = verdict(summary(100_000, 0.2), client_cpu_s=9.8)   # 20 of 64 connections explained
+    assert v.figures["client_bound"] is True
+    assert any("wrk used 98%" in w for w in v.warnings)
+    assert any("not explained by server latency" in w for w in v.warnings)
+
+
+def test_littles_law_shortfall_alone_is_described_not_blamed_on_the_client():
+    v = verdict(summary(100_000, 0.2), client_cpu_s=1.0, wall_s=10, server_cpu_s=19.0)
+    assert v.figures["client_bound"] is False
+    assert v.warnings == ["69% of the 64 connections' time is not explained by server latency "
+                          "(throughput x mean latency = 0.31 x connections, Little's law): "
+                          "time went to the client, the kernel or connection set-up between "
+                          "requests"]
+
+
+def test_load_generator_taking_a_third_of_the_cpu_is_client_bound():
+    s = summary(130_000, 0.45)          # Little's law fine: 130k x 0.45 ms = 58 of 64
+    v = verdict(s, client_cpu_s=1.05, wall_s=2, server_cpu_s=1.45)
+    assert v.figures["client_bound"] is True
+    assert v.figures["client_cpu_share"] == pytest.approx(0.42)
+    assert all(w.startswith("client-bound: wrk used 42% of the CPU") for w in v.warnings)
+    v = verdict(s, client_cpu_s=0.5, wall_s=2, server_cpu_s=3.4)
+    assert v.figures["client_bound"] is False and v.warnings == []
+
+
+def test_database_cpu_counts_as_server_side_work():
+    s = summary(130_000, 0.45)
+    alone = verdict(s, client_cpu_s=1.05, wall_s=2, server_cpu_s=1.45)
+    with_db = verdict(s, client_cpu_s=1.05, wall_s=2, server_cpu_s=1.45, database_cpu_s=1.5)
+    assert alone.figures["client_bound"] and not with_db.figures["client_bound"]
+    assert with_db.figures["client_cpu_share"] == pytest.approx(1.05 / 4.0)
+
+
+def test_stalls_are_recorded_not_warned():
+    # wrk's coordinated-omission correction makes mean latency exceed C / throughput
+    v = verdict(summary(7_000, 28.0), client_cpu_s=0.2, wall_s=2, server_cpu_s=3.0)
+    assert v.warnings == [] and v.figures["latency_corrected_for_stalls"] is True
+
+
+def test_no_requests_is_invalid():
+    v = verdict(summary(0, 0.0, requests=0), connections=8, client_cpu_s=0, wall_s=1)
+    assert not v.valid and v.reason == "no request completed"
+
+
+def test_judge_sample_uses_the_connections_that_really_ran():
+    sample = {"summary": summary(1000, 32.0),
+              "wrk": {"connections": 32, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
+              "resources": {"server": {"cpu_s": 9.0}}}
+    v = judge.judge_sample(sample, 0.001)
+    assert v.figures["littles_law_ratio"] == pytest.approx(1.0) and v.warnings == []
