@@ -1,0 +1,235 @@
+//! The database side: one sqlx pool for the whole process and the contract's queries.
+//!
+//! Queries use `sqlx::query` / `sqlx::query_as` with `.bind()` (never string
+//! formatting), so the build needs no database and every value is a bound parameter.
+//! sqlx prepares each statement once per connection and caches it (the default
+//! statement cache), so after warm-up a request costs one Bind/Execute round trip.
+
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use serde::Serialize;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlSslMode};
+use sqlx::pool::PoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgSslMode};
+use sqlx::{Database, Pool};
+
+use crate::config::{Config, DbKind};
+
+/// The contract's user object, exactly these keys. chrono serialises `DateTime<Utc>`
+/// as RFC 3339 with a `Z` offset (fractional seconds only when non-zero).
+#[derive(Serialize)]
+pub struct User {
+    pub user_id: i32,
+    pub username: String,
+    pub email: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub is_archived: bool,
+}
+
+type PgRow = (
+    i32,
+    String,
+    Option<String>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    bool,
+);
+// MySQL DATETIME(6) has no zone; the contract stores UTC there, so the naive value is
+// read as NaiveDateTime and UTC is attached.
+type MyRow = (
+    i32,
+    String,
+    Option<String>,
+    NaiveDateTime,
+    NaiveDateTime,
+    bool,
+);
+
+impl From<PgRow> for User {
+    fn from(r: PgRow) -> User {
+        User {
+            user_id: r.0,
+            username: r.1,
+            email: r.2,
+            created_at: r.3,
+            updated_at: r.4,
+            is_archived: r.5,
+        }
+    }
+}
+
+impl From<MyRow> for User {
+    fn from(r: MyRow) -> User {
+        User {
+            user_id: r.0,
+            username: r.1,
+            email: r.2,
+            created_at: r.3.and_utc(),
+            updated_at: r.4.and_utc(),
+            is_archived: r.5,
+        }
+    }
+}
+
+const PG_SELECT: &str =
+    "SELECT user_id, username, email, created_at, updated_at, is_archived FROM users WHERE user_id = $1";
+// One statement: RETURNING gives the row as stored after the update.
+const PG_UPDATE: &str =
+    "UPDATE users SET username = $1, email = $2, updated_at = now() WHERE user_id = $3 \
+     RETURNING user_id, username, email, created_at, updated_at, is_archived";
+
+const MY_SELECT: &str =
+    "SELECT user_id, username, email, created_at, updated_at, is_archived FROM users WHERE user_id = ?";
+// MySQL has no RETURNING: one UPDATE, then one SELECT on the same connection.
+// UTC_TIMESTAMP(6) because the column holds naive UTC with microseconds, whatever
+// the session time zone is.
+const MY_UPDATE: &str =
+    "UPDATE users SET username = ?, email = ?, updated_at = UTC_TIMESTAMP(6) WHERE user_id = ?";
+
+pub enum Db {
+    None,
+    Postgres(PgPool),
+    Mysql(MySqlPool),
+}
+
+/// Pool settings shared by both engines; see the comments for why each is what it is.
+fn pool_options<DB: Database>(size: u32) -> PoolOptions<DB> {
+    PoolOptions::<DB>::new()
+        // concurrency = "threads": one process, so BENCH_DB_POOL_SIZE is the whole
+        // connection budget, and min = max keeps the pool at exactly that size.
+        .max_connections(size)
+        .min_connections(size)
+        // Persistent connections for the whole run: never close one for being idle
+        // or old (the harness restarts the server per case anyway).
+        .idle_timeout(None)
+        .max_lifetime(None)
+        // sqlx pings a connection on every acquire by default: one extra round trip
+        // per request. A broken connection still surfaces as a query error.
+        .test_before_acquire(false)
+        // Under load requests queue for a connection; wait rather than fail.
+        .acquire_timeout(Duration::from_secs(30))
+}
+
+/// Open every connection of the pool now, so no request pays for a connect and the
+/// budget is fully in use from the first request: acquire them all at once, then
+/// give them back. All worker threads share this one pool; its sockets belong to the
+/// multi-threaded runtime's one I/O driver, which the worker threads poll.
+async fn open_all<DB: Database>(pool: &Pool<DB>, size: u32) -> Result<(), sqlx::Error> {
+    let mut conns = Vec::with_capacity(size as usize);
+    for _ in 0..size {
+        // Each connection is held, so the next acquire has to open a new one.
+        conns.push(pool.acquire().await?);
+    }
+    drop(conns);
+    Ok(())
+}
+
+pub async fn connect(cfg: &Config) -> Result<Db, sqlx::Error> {
+    match cfg.db {
+        DbKind::None => Ok(Db::None),
+        DbKind::Postgres => {
+            let opts = PgConnectOptions::new()
+                .host(&cfg.db_host)
+                .port(cfg.db_port)
+                .username(&cfg.db_user)
+                .password(&cfg.db_password)
+                .database(&cfg.db_name)
+                // No TLS backend is compiled in; say so rather than probe with SSLRequest.
+                .ssl_mode(PgSslMode::Disable)
+                .application_name("webbench-axum");
+            let pool: PgPool = pool_options(cfg.pool_size).connect_lazy_with(opts);
+            open_all(&pool, cfg.pool_size).await?;
+            Ok(Db::Postgres(pool))
+        }
+        DbKind::Mysql => {
+            let opts = MySqlConnectOptions::new()
+                .host(&cfg.db_host)
+                .port(cfg.db_port)
+                .username(&cfg.db_user)
+                .password(&cfg.db_password)
+                .database(&cfg.db_name)
+                .ssl_mode(MySqlSslMode::Disabled)
+                // sqlx's default, stated: timestamps are UTC on the wire.
+                .timezone(Some("+00:00".into()));
+            let pool: MySqlPool = pool_options(cfg.pool_size).connect_lazy_with(opts);
+            open_all(&pool, cfg.pool_size).await?;
+            Ok(Db::Mysql(pool))
+        }
+    }
+}
+
+impl Db {
+    pub async fn close(&self) {
+        match self {
+            Db::None => {}
+            Db::Postgres(p) => p.close().await,
+            Db::Mysql(p) => p.close().await,
+        }
+    }
+
+    /// One SELECT. `Ok(None)` when no row has this id.
+    pub async fn get_user(&self, id: i32) -> Result<Option<User>, sqlx::Error> {
+        match self {
+            Db::None => Ok(None),
+            Db::Postgres(pool) => {
+                let row: Option<PgRow> = sqlx::query_as(PG_SELECT)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?;
+                Ok(row.map(User::from))
+            }
+            Db::Mysql(pool) => {
+                let row: Option<MyRow> = sqlx::query_as(MY_SELECT)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?;
+                Ok(row.map(User::from))
+            }
+        }
+    }
+
+    /// One UPDATE (PostgreSQL: with RETURNING; MySQL: then one SELECT).
+    /// `Ok(None)` when no row has this id.
+    pub async fn update_user(
+        &self,
+        id: i32,
+        username: &str,
+        email: &str,
+    ) -> Result<Option<User>, sqlx::Error> {
+        match self {
+            Db::None => Ok(None),
+            Db::Postgres(pool) => {
+                let row: Option<PgRow> = sqlx::query_as(PG_UPDATE)
+                    .bind(username)
+                    .bind(email)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?;
+                Ok(row.map(User::from))
+            }
+            Db::Mysql(pool) => {
+                // Both statements on one connection: one acquire, and the SELECT runs
+                // right after our own UPDATE (autocommit, no extra BEGIN/COMMIT).
+                let mut conn = pool.acquire().await?;
+                let done = sqlx::query(MY_UPDATE)
+                    .bind(username)
+                    .bind(email)
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await?;
+                // sqlx connects with CLIENT_FOUND_ROWS, so this counts matched rows
+                // (not only changed ones): 0 means no such user, no SELECT needed.
+                if done.rows_affected() == 0 {
+                    return Ok(None);
+                }
+                let row: Option<MyRow> = sqlx::query_as(MY_SELECT)
+                    .bind(id)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                Ok(row.map(User::from))
+            }
+        }
+    }
+}
