@@ -5,8 +5,8 @@
 # pinned requirements and build the servers that need building.
 
 PYTHON_BOOTSTRAP ?= python3
-# rustup installs cargo here; a fresh shell may not have it on PATH yet
-export PATH := $(HOME)/.cargo/bin:$(PATH)
+# rustup installs cargo here, the Go tarball there; a fresh shell may not have them on PATH
+export PATH := $(HOME)/.cargo/bin:$(PATH):/usr/local/go/bin
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)

@@ -2,7 +2,7 @@
 # Installs the system packages the harness needs, only those that are missing:
 # wrk (load), PostgreSQL and MariaDB servers (the harness starts its own throwaway
 # instances from these binaries), the headers mysqlclient (Django's MySQL driver) is
-# built against, and a Rust toolchain for the compiled servers.
+# built against, and the toolchains of the compiled servers (Rust, Go, Node.js).
 set -euo pipefail
 
 packages=(wrk postgresql mariadb-server mariadb-client default-libmysqlclient-dev
@@ -16,6 +16,12 @@ done
 if python3 -c 'import ensurepip, venv' 2>/dev/null; then
   missing=("${missing[@]/python3-venv}")
 fi
+# Go and Node.js servers: the distribution's toolchains when none is installed (a newer
+# Go toolchain named by a server's go.mod is then fetched by `go` from the Go proxy).
+export PATH="$PATH:/usr/local/go/bin"
+command -v go >/dev/null || missing+=(golang-go)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
 
 if ((${#missing[@]})); then

@@ -26,6 +26,8 @@ BENCH_USER = "bench"
 BENCH_PASSWORD = "bench"
 # Enough for the largest connection budget plus the harness's own connections.
 MAX_CONNECTIONS = 400
+INIT_TIMEOUT_S = 120      # initdb / mariadb-install-db: seconds; more means something hangs
+COMPOSE_TIMEOUT_S = 600   # docker compose up --wait, including pulling the images
 
 
 class ProvisionError(RuntimeError):
@@ -42,9 +44,10 @@ def docker_engine_answers() -> bool:
     if not shutil.which("docker"):
         return False
     try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
+        done = LOCAL.run(["docker", "info"], timeout=10)
+    except OSError:
         return False
+    return done.returncode == 0 and not done.timed_out
 
 
 def choose_mode(requested: str) -> str:
@@ -124,10 +127,10 @@ class LocalServer:
         data = self.root / "pg"
         data.mkdir()
         self._chown(data, "postgres")
-        init = subprocess.run(
+        init = LOCAL.run(
             self._as("postgres", [f"{bindir}/initdb", "-D", str(data), "-U", BENCH_USER,
                                   "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"]),
-            capture_output=True, text=True)
+            timeout=INIT_TIMEOUT_S)
         if init.returncode != 0:
             raise ProvisionError(f"initdb failed: {init.stderr.strip()[-800:]}")
         self._spawn(self._as("postgres", [
@@ -175,7 +178,7 @@ class LocalServer:
         else:
             cmd = [installer[0], *base, *run_as, "--auth-root-authentication-method=normal",
                    "--skip-test-db"]
-        init = subprocess.run(cmd, capture_output=True, text=True)
+        init = LOCAL.run(cmd, timeout=INIT_TIMEOUT_S)
         if init.returncode != 0:
             raise ProvisionError(f"{os.path.basename(cmd[0])} failed: "
                                  f"{(init.stderr or init.stdout).strip()[-800:]}")
@@ -291,11 +294,11 @@ class DockerProvider:
         self.ports = {**DEFAULT_PORTS, **(ports or {})}
         self.services = {"postgres": "postgres", "mysql": "mysql"}
 
-    def _compose(self, *args: str) -> subprocess.CompletedProcess:
+    def _compose(self, *args: str):
         env = {**os.environ, "BENCH_PG_PORT": str(self.ports["postgres"]),
                "BENCH_MYSQL_PORT": str(self.ports["mysql"])}
-        return subprocess.run(["docker", "compose", "-f", str(COMPOSE_FILE), *args],
-                              capture_output=True, text=True, env=env)
+        return LOCAL.run(["docker", "compose", "-f", str(COMPOSE_FILE), *args], env=env,
+                         timeout=COMPOSE_TIMEOUT_S, stop_signal=signal.SIGTERM)
 
     def start(self) -> dict[str, db.Endpoint]:
         if not docker_engine_answers():
