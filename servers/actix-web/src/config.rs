@@ -29,6 +29,8 @@ pub struct Config {
     pub workers: usize,
     pub token: String,
     pub db: DbKind,
+    /// `BENCH_ORM=1`: the SeaORM variant (orm.rs) instead of raw sqlx queries (db.rs).
+    pub orm: bool,
     pub db_host: String,
     pub db_port: u16,
     pub db_name: String,
@@ -72,16 +74,17 @@ impl Config {
                 )))
             }
         };
-        // This server only has the raw-driver variant (manifest: orm = [false]); refuse
-        // to run as an "ORM" variant rather than report a variant it does not implement.
-        match var_or("BENCH_ORM", "0").as_str() {
-            "0" | "false" | "False" => {}
+        // manifest: orm = [false, true]. Anything but a clear 0/1 is refused rather
+        // than silently run as the other variant.
+        let orm = match var_or("BENCH_ORM", "0").as_str() {
+            "0" | "false" | "False" => false,
+            "1" | "true" | "True" => true,
             other => {
                 return Err(ConfigError(format!(
-                    "BENCH_ORM={other:?}: actix-web has no ORM variant"
+                    "BENCH_ORM={other:?}: expected 0 (raw sqlx) or 1 (SeaORM)"
                 )))
             }
-        }
+        };
         let workers: usize = parse_num("BENCH_WORKERS", "8")?;
         if workers == 0 {
             return Err(ConfigError("BENCH_WORKERS must be at least 1".into()));
@@ -98,6 +101,7 @@ impl Config {
             workers,
             token: var_or("BENCH_TOKEN", "hardcoded_token"),
             db,
+            orm,
             db_host: var_or("BENCH_DB_HOST", "127.0.0.1"),
             db_port: parse_num("BENCH_DB_PORT", default_db_port)?,
             db_name: var_or("BENCH_DB_NAME", "webservers_bench"),

@@ -15,6 +15,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgSslMode};
 use sqlx::{Database, Pool};
 
 use crate::config::{Config, DbKind};
+use crate::handlers::UserStore;
 
 /// The contract's user object, exactly these keys. chrono serialises `DateTime<Utc>`
 /// as RFC 3339 with a `Z` offset (fractional seconds only when non-zero).
@@ -126,35 +127,51 @@ async fn open_all<DB: Database>(pool: &Pool<DB>, size: u32) -> Result<(), sqlx::
     Ok(())
 }
 
+/// The PostgreSQL connection settings, shared by the raw pool and the ORM's pool.
+pub(crate) fn pg_connect_options(cfg: &Config) -> PgConnectOptions {
+    PgConnectOptions::new()
+        .host(&cfg.db_host)
+        .port(cfg.db_port)
+        .username(&cfg.db_user)
+        .password(&cfg.db_password)
+        .database(&cfg.db_name)
+        // No TLS backend is compiled in; say so rather than probe with SSLRequest.
+        .ssl_mode(PgSslMode::Disable)
+        .application_name("webbench-actix")
+}
+
+/// The MySQL connection settings, shared by the raw pool and the ORM's pool.
+pub(crate) fn my_connect_options(cfg: &Config) -> MySqlConnectOptions {
+    MySqlConnectOptions::new()
+        .host(&cfg.db_host)
+        .port(cfg.db_port)
+        .username(&cfg.db_user)
+        .password(&cfg.db_password)
+        .database(&cfg.db_name)
+        .ssl_mode(MySqlSslMode::Disabled)
+        // sqlx's default, stated: timestamps are UTC on the wire.
+        .timezone(Some("+00:00".into()))
+}
+
+/// A pool of exactly `size` connections, all of them open when this returns.
+pub(crate) async fn open_pool<DB: Database>(
+    opts: <DB::Connection as sqlx::Connection>::Options,
+    size: u32,
+) -> Result<Pool<DB>, sqlx::Error> {
+    let pool: Pool<DB> = pool_options(size).connect_lazy_with(opts);
+    open_all(&pool, size).await?;
+    Ok(pool)
+}
+
 pub async fn connect(cfg: &Config) -> Result<Db, sqlx::Error> {
     match cfg.db {
         DbKind::None => Ok(Db::None),
         DbKind::Postgres => {
-            let opts = PgConnectOptions::new()
-                .host(&cfg.db_host)
-                .port(cfg.db_port)
-                .username(&cfg.db_user)
-                .password(&cfg.db_password)
-                .database(&cfg.db_name)
-                // No TLS backend is compiled in; say so rather than probe with SSLRequest.
-                .ssl_mode(PgSslMode::Disable)
-                .application_name("webbench-actix");
-            let pool: PgPool = pool_options(cfg.pool_size).connect_lazy_with(opts);
-            open_all(&pool, cfg.pool_size).await?;
+            let pool: PgPool = open_pool(pg_connect_options(cfg), cfg.pool_size).await?;
             Ok(Db::Postgres(pool))
         }
         DbKind::Mysql => {
-            let opts = MySqlConnectOptions::new()
-                .host(&cfg.db_host)
-                .port(cfg.db_port)
-                .username(&cfg.db_user)
-                .password(&cfg.db_password)
-                .database(&cfg.db_name)
-                .ssl_mode(MySqlSslMode::Disabled)
-                // sqlx's default, stated: timestamps are UTC on the wire.
-                .timezone(Some("+00:00".into()));
-            let pool: MySqlPool = pool_options(cfg.pool_size).connect_lazy_with(opts);
-            open_all(&pool, cfg.pool_size).await?;
+            let pool: MySqlPool = open_pool(my_connect_options(cfg), cfg.pool_size).await?;
             Ok(Db::Mysql(pool))
         }
     }
@@ -231,5 +248,34 @@ impl Db {
                 Ok(row.map(User::from))
             }
         }
+    }
+}
+
+/// The raw variant: the inherent methods above, unchanged.
+impl UserStore for Db {
+    type Error = sqlx::Error;
+
+    #[inline]
+    fn has_database(&self) -> bool {
+        !matches!(self, Db::None)
+    }
+
+    #[inline]
+    async fn get(&self, id: i32) -> Result<Option<User>, sqlx::Error> {
+        self.get_user(id).await
+    }
+
+    #[inline]
+    async fn update(
+        &self,
+        id: i32,
+        username: String,
+        email: String,
+    ) -> Result<Option<User>, sqlx::Error> {
+        self.update_user(id, &username, &email).await
+    }
+
+    async fn close(&self) {
+        Db::close(self).await
     }
 }

@@ -3,6 +3,8 @@
 //! can panic on client input: with `panic = "abort"` a panic would kill the server.
 
 use std::borrow::Cow;
+use std::fmt::Display;
+use std::future::Future;
 
 use actix_web::body::MessageBody;
 use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
@@ -12,12 +14,32 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::db::{Db, User};
+use crate::db::User;
+
+/// Where users live: the raw sqlx queries (`db::Db`) or the ORM (`orm::OrmDb`). The
+/// handlers are generic over it and the variant is chosen once at start-up, so each
+/// variant's handlers are compiled for it alone: the raw path never touches the ORM.
+pub trait UserStore: Send + Sync + 'static {
+    type Error: Display;
+    /// False with `BENCH_DB=none`: user endpoints answer 404 "no database".
+    fn has_database(&self) -> bool;
+    /// One SELECT. `Ok(None)` when no row has this id.
+    fn get(&self, id: i32) -> impl Future<Output = Result<Option<User>, Self::Error>>;
+    /// One UPDATE (PostgreSQL: with RETURNING; MySQL: then one SELECT).
+    /// `Ok(None)` when no row has this id.
+    fn update(
+        &self,
+        id: i32,
+        username: String,
+        email: String,
+    ) -> impl Future<Output = Result<Option<User>, Self::Error>>;
+    fn close(&self) -> impl Future<Output = ()>;
+}
 
 /// Shared by all workers (wrapped in `web::Data`, i.e. an `Arc`).
-pub struct AppState {
+pub struct AppState<S> {
     pub token: Box<[u8]>,
-    pub db: Db,
+    pub db: S,
     /// `/ping/`'s answer never changes: serialised once at start-up.
     pub ping_body: Bytes,
 }
@@ -53,7 +75,7 @@ pub fn error(status: StatusCode, reason: &str) -> HttpResponse {
 }
 
 #[inline]
-fn authorized(req: &HttpRequest, state: &AppState) -> bool {
+fn authorized<S>(req: &HttpRequest, state: &AppState<S>) -> bool {
     match req.headers().get(TOKEN_HEADER) {
         Some(v) => v.as_bytes() == &*state.token,
         None => false,
@@ -82,27 +104,30 @@ fn user_response(user: &User) -> HttpResponse {
     }
 }
 
-fn db_error(e: sqlx::Error) -> HttpResponse {
+fn db_error(e: impl Display) -> HttpResponse {
     // Errors only, never per request: this is not an access log.
     eprintln!("database error: {e}");
     error(StatusCode::INTERNAL_SERVER_ERROR, "database error")
 }
 
-pub async fn ping(state: web::Data<AppState>) -> HttpResponse {
+pub async fn ping<S: UserStore>(state: web::Data<AppState<S>>) -> HttpResponse {
     json_response(StatusCode::OK, state.ping_body.clone())
 }
 
-pub async fn get_user(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+pub async fn get_user<S: UserStore>(
+    req: HttpRequest,
+    state: web::Data<AppState<S>>,
+) -> HttpResponse {
     if !authorized(&req, &state) {
         return unauthorized();
     }
-    if let Db::None = state.db {
+    if !state.db.has_database() {
         return error(StatusCode::NOT_FOUND, "no database");
     }
     let Some(id) = parse_id(req.match_info().query("id")) else {
         return error(StatusCode::NOT_FOUND, "not found");
     };
-    match state.db.get_user(id).await {
+    match state.db.get(id).await {
         Ok(Some(user)) => user_response(&user),
         Ok(None) => error(StatusCode::NOT_FOUND, "not found"),
         Err(e) => db_error(e),
@@ -143,15 +168,15 @@ fn parse_update(body: &[u8]) -> Result<(String, String), &'static str> {
     Ok((username, email))
 }
 
-pub async fn patch_user(
+pub async fn patch_user<S: UserStore>(
     req: HttpRequest,
     payload: web::Payload,
-    state: web::Data<AppState>,
+    state: web::Data<AppState<S>>,
 ) -> HttpResponse {
     if !authorized(&req, &state) {
         return unauthorized();
     }
-    if let Db::None = state.db {
+    if !state.db.has_database() {
         return error(StatusCode::NOT_FOUND, "no database");
     }
     let Some(id) = parse_id(req.match_info().query("id")) else {
@@ -167,7 +192,7 @@ pub async fn patch_user(
         Ok(fields) => fields,
         Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
     };
-    match state.db.update_user(id, &username, &email).await {
+    match state.db.update(id, username, email).await {
         Ok(Some(user)) => user_response(&user),
         Ok(None) => error(StatusCode::NOT_FOUND, "not found"),
         Err(e) => db_error(e),
@@ -192,7 +217,7 @@ fn params(query: &str) -> [Option<Cow<'_, str>>; 3] {
     out
 }
 
-pub async fn plain(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+pub async fn plain<S: UserStore>(req: HttpRequest, state: web::Data<AppState<S>>) -> HttpResponse {
     if !authorized(&req, &state) {
         return unauthorized();
     }
@@ -214,7 +239,10 @@ pub async fn plain(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
     res.map_into_boxed_body()
 }
 
-pub async fn to_json(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+pub async fn to_json<S: UserStore>(
+    req: HttpRequest,
+    state: web::Data<AppState<S>>,
+) -> HttpResponse {
     if !authorized(&req, &state) {
         return unauthorized();
     }

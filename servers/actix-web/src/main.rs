@@ -4,10 +4,15 @@
 //! whose size is the whole connection budget (`BENCH_DB_POOL_SIZE`), because the
 //! manifest declares `concurrency = "threads"`. Configuration comes only from the
 //! environment (servers/README.md).
+//!
+//! Two variants: raw sqlx queries (db.rs, `BENCH_ORM=0`) and SeaORM 1.x over the same
+//! sqlx pool (orm.rs, `BENCH_ORM=1`). The handlers are generic over the store, so the
+//! choice is made once here and each variant runs its own monomorphised handlers.
 
 mod config;
 mod db;
 mod handlers;
+mod orm;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,8 +20,8 @@ use std::time::Duration;
 use actix_web::web::{self, Bytes};
 use actix_web::{App, HttpServer};
 
-use config::Config;
-use handlers::AppState;
+use config::{Config, DbKind};
+use handlers::{AppState, UserStore};
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -29,19 +34,33 @@ async fn main() -> ExitCode {
     };
 
     // Opened here, on the main runtime, before the server accepts anything: every
-    // connection of the budget exists by the time /ping/ answers.
-    let db = match db::connect(&cfg).await {
-        Ok(db) => db,
-        Err(e) => {
-            eprintln!("actix-web: cannot open the {} pool: {e}", cfg.db.as_str());
-            return ExitCode::FAILURE;
+    // connection of the budget exists by the time /ping/ answers. With BENCH_DB=none
+    // there is nothing for an ORM to do: both variants then use the raw store's
+    // "no database" answers (and /ping/ still reports the variant asked for).
+    if cfg.orm && cfg.db != DbKind::None {
+        match orm::connect(&cfg).await {
+            Ok(store) => serve(cfg, store).await,
+            Err(e) => {
+                eprintln!("actix-web: cannot open the {} pool: {e}", cfg.db.as_str());
+                ExitCode::FAILURE
+            }
         }
-    };
+    } else {
+        match db::connect(&cfg).await {
+            Ok(store) => serve(cfg, store).await,
+            Err(e) => {
+                eprintln!("actix-web: cannot open the {} pool: {e}", cfg.db.as_str());
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
 
+async fn serve<S: UserStore>(cfg: Config, db: S) -> ExitCode {
     let ping_body = serde_json::json!({
         "server": cfg.server_id,
         "database": cfg.db.as_str(),
-        "orm": false,
+        "orm": cfg.orm,
     });
     let state = web::Data::new(AppState {
         token: cfg.token.as_bytes().into(),
@@ -56,23 +75,23 @@ async fn main() -> ExitCode {
             .app_data(app_state.clone())
             .service(
                 web::resource("/ping/")
-                    .route(web::get().to(handlers::ping))
+                    .route(web::get().to(handlers::ping::<S>))
                     .default_service(web::to(handlers::method_not_allowed)),
             )
             .service(
                 web::resource("/user/{id}/")
-                    .route(web::get().to(handlers::get_user))
-                    .route(web::patch().to(handlers::patch_user))
+                    .route(web::get().to(handlers::get_user::<S>))
+                    .route(web::patch().to(handlers::patch_user::<S>))
                     .default_service(web::to(handlers::method_not_allowed)),
             )
             .service(
                 web::resource("/plain/")
-                    .route(web::get().to(handlers::plain))
+                    .route(web::get().to(handlers::plain::<S>))
                     .default_service(web::to(handlers::method_not_allowed)),
             )
             .service(
                 web::resource("/to_json/")
-                    .route(web::get().to(handlers::to_json))
+                    .route(web::get().to(handlers::to_json::<S>))
                     .default_service(web::to(handlers::method_not_allowed)),
             )
             // Unknown routes get the contract's JSON error, not actix's empty 404.
