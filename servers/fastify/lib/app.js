@@ -1,0 +1,186 @@
+'use strict'
+
+// The fastify application: the contract's routes, JSON 404 / 405, and a PATCH body
+// read raw whatever its Content-Type. One instance per worker process.
+
+const Fastify = require('fastify')
+const {
+  parseUserId, parsePatchBody, queryParam, USER_SCHEMA, PARAMS_SCHEMA
+} = require('./contract')
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const TEXT_TYPE = 'text/plain; charset=utf-8'
+const MAX_BODY = 64 * 1024 // a PATCH body is two strings of at most 256 characters
+const USER_METHODS = ['GET', 'PATCH', 'HEAD'] // what /user/{id}/ serves (HEAD: fastify's, for GET)
+
+// Constant error bodies, serialised once.
+const errorBody = (reason) => JSON.stringify({ error: reason })
+const ERR_TOKEN = errorBody('invalid token')
+const ERR_NOT_FOUND = errorBody('not found')
+const ERR_NO_DB = errorBody('no database')
+const ERR_METHOD = errorBody('method not allowed')
+const ERR_DATABASE = errorBody('database error')
+const ERR_INTERNAL = errorBody('internal error')
+
+// Why fastify refused to read a body, as a 400 reason (the contract allows 400 or 422
+// for a bad body; fastify would say 413 / 415).
+const BODY_ERRORS = {
+  FST_ERR_CTP_BODY_TOO_LARGE: `body too large (max ${MAX_BODY} bytes)`,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'malformed Content-Type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body'
+}
+
+function sendError (reply, status, body) {
+  return reply.code(status).type(JSON_TYPE).send(body)
+}
+
+function buildApp (cfg, repo) {
+  const app = Fastify({
+    logger: false, // no logger at all, so no per-request access log
+    // The router's own errors: a path parameter with a bad percent-escape
+    // (FST_ERR_BAD_URL, fastify says 400) or over maxParamLength (fastify says 414).
+    // /user/{id}/ is the only route with a parameter, so this is an id that is not
+    // one: the contract's order (token first, then 404; a wrong method is 405).
+    frameworkErrors (err, request, reply) {
+      if (err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+        if (request.headers.token !== cfg.token) return sendError(reply, 401, ERR_TOKEN)
+        if (!USER_METHODS.includes(request.method)) {
+          reply.header('allow', USER_METHODS.join(', '))
+          return sendError(reply, 405, ERR_METHOD)
+        }
+        return sendError(reply, 404, ERR_NOT_FOUND)
+      }
+      const status = err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400
+      return sendError(reply, status, errorBody(err.message || 'bad request'))
+    }
+  })
+
+  const token = cfg.token
+  const pingBody = JSON.stringify({ server: cfg.serverId, database: cfg.db, orm: cfg.orm })
+
+  // Every body, whatever its Content-Type (or none), arrives as a Buffer and is
+  // validated by contract.parsePatchBody. fastify's own parsers would answer 415 for
+  // any other Content-Type, 400 in their own format before the token check, and reject
+  // a "__proto__" key that the contract says to ignore. bodyLimit caps what is buffered.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY }, (request, body, done) => {
+    done(null, body)
+  })
+
+  // ------------------------------------------------------------------ handlers
+
+  function ping (request, reply) {
+    reply.type(JSON_TYPE).send(pingBody)
+  }
+
+  async function getUser (request, reply) {
+    if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+    if (repo === null) return sendError(reply, 404, ERR_NO_DB)
+    const id = parseUserId(request.params.id)
+    if (id === null) return sendError(reply, 404, ERR_NOT_FOUND)
+    let found
+    try {
+      found = await repo.getUser(id)
+    } catch (err) {
+      return databaseError(reply, err)
+    }
+    if (found === null) return sendError(reply, 404, ERR_NOT_FOUND)
+    return found // serialised by the route's compiled 200 schema
+  }
+
+  async function patchUser (request, reply) {
+    if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+    if (repo === null) return sendError(reply, 404, ERR_NO_DB)
+    const id = parseUserId(request.params.id)
+    if (id === null) return sendError(reply, 404, ERR_NOT_FOUND)
+    const fields = parsePatchBody(request.body)
+    if (typeof fields === 'string') return sendError(reply, 400, errorBody(fields))
+    let updated
+    try {
+      updated = await repo.updateUser(id, fields.username, fields.email)
+    } catch (err) {
+      return databaseError(reply, err)
+    }
+    if (updated === null) return sendError(reply, 404, ERR_NOT_FOUND)
+    return updated
+  }
+
+  function plain (request, reply) {
+    if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+    const q = request.query
+    const body = `param1=${queryParam(q, 'param1') ?? ''}, param2=${queryParam(q, 'param2') ?? ''}, ` +
+      `param3=${queryParam(q, 'param3') ?? ''}`
+    return reply.type(TEXT_TYPE).send(body)
+  }
+
+  function toJson (request, reply) {
+    if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+    const q = request.query
+    return reply.send({
+      param1: queryParam(q, 'param1') ?? null,
+      param2: queryParam(q, 'param2') ?? null,
+      param3: queryParam(q, 'param3') ?? null
+    })
+  }
+
+  function databaseError (reply, err) {
+    // Errors only, never per request: this is not an access log.
+    console.error(`fastify: database error: ${err && err.message}`)
+    return sendError(reply, 500, ERR_DATABASE)
+  }
+
+  function methodNotAllowed (request, reply) {
+    reply.header('allow', request.routeOptions.config.allow)
+    return sendError(reply, 405, ERR_METHOD)
+  }
+
+  // -------------------------------------------------------------------- routes
+
+  const userSchema = { response: { 200: USER_SCHEMA } }
+  const routes = [
+    ['/ping/', [['GET', ping]]],
+    ['/user/:id/', [['GET', getUser, userSchema], ['PATCH', patchUser, userSchema]]],
+    ['/plain/', [['GET', plain]]],
+    ['/to_json/', [['GET', toJson, { response: { 200: PARAMS_SCHEMA } }]]]
+  ]
+  for (const [url, handlers] of routes) {
+    const served = handlers.map(([method]) => method)
+    for (const [method, handler, schema] of handlers) {
+      app.route({ method, url, handler, schema, config: { kind: 'route' } })
+    }
+    // fastify answers HEAD for every GET route itself (exposeHeadRoutes).
+    const implicit = served.includes('GET') ? ['HEAD'] : []
+    const allow = [...served, ...implicit].join(', ')
+    const others = app.supportedMethods.filter((m) => !served.includes(m) && !implicit.includes(m))
+    app.route({ method: others, url, handler: methodNotAllowed, config: { kind: 'method', allow } })
+  }
+
+  app.setNotFoundHandler((request, reply) => sendError(reply, 404, ERR_NOT_FOUND))
+
+  // Errors fastify raises before a handler runs. On PATCH /user/{id}/ that is the body
+  // (too large, unreadable, a malformed Content-Type): the contract's order still holds
+  // (token, database, id, then 400). A wrong method stays 405, an unknown route 404.
+  app.setErrorHandler((err, request, reply) => {
+    const status = err.statusCode
+    const clientError = Number.isInteger(status) && status >= 400 && status < 500
+    if (!clientError) {
+      console.error(`fastify: internal error: ${err && err.stack}`)
+      return sendError(reply, 500, ERR_INTERNAL)
+    }
+    if (request.is404) return sendError(reply, 404, ERR_NOT_FOUND)
+    const config = request.routeOptions.config || {}
+    if (config.kind === 'method') return methodNotAllowed(request, reply)
+    if (config.kind === 'route') {
+      if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+      if (request.routeOptions.url === '/user/:id/') {
+        if (repo === null) return sendError(reply, 404, ERR_NO_DB)
+        if (parseUserId(request.params.id) === null) return sendError(reply, 404, ERR_NOT_FOUND)
+      }
+    }
+    return sendError(reply, 400, errorBody(BODY_ERRORS[err.code] || 'could not read the request body'))
+  })
+
+  return app
+}
+
+module.exports = { buildApp, MAX_BODY }

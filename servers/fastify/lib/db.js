@@ -1,0 +1,173 @@
+'use strict'
+
+// One connection pool per worker process (concurrency = "processes": BENCH_DB_POOL_SIZE
+// is this process's share of the budget), every connection opened before the worker
+// listens, and the raw-driver repositories. lib/orm.js builds the Drizzle ones on the
+// very same pools.
+
+const { pgTimestamp, mysqlTimestamp, user } = require('./contract')
+
+const COLUMNS = 'user_id, username, email, created_at, updated_at, is_archived'
+
+// At shutdown, never let a pool's close hold the stop longer than this.
+const CLOSE_TIMEOUT_MS = 1500
+
+function withTimeout (promise, ms) {
+  let timer
+  return Promise.race([
+    promise,
+    new Promise((resolve) => { timer = setTimeout(resolve, ms); timer.unref() })
+  ]).finally(() => clearTimeout(timer))
+}
+
+// ------------------------------------------------------------------ PostgreSQL
+
+const TIMESTAMPTZ_OID = 1184
+
+async function openPgPool (cfg) {
+  const pg = require('pg')
+  // timestamptz stays text (see contract.pgTimestamp): a Date would lose microseconds.
+  const types = {
+    getTypeParser (oid, format) {
+      if (oid === TIMESTAMPTZ_OID) return (text) => text
+      return pg.types.getTypeParser(oid, format)
+    }
+  }
+  const pool = new pg.Pool({
+    host: cfg.dbHost,
+    port: cfg.dbPort,
+    database: cfg.dbName,
+    user: cfg.dbUser,
+    password: cfg.dbPassword,
+    ssl: false, // local benchmark database; no PGSSLMODE surprise from the environment
+    application_name: 'webbench-fastify',
+    // Startup parameter, not a statement: timestamptz comes back as UTC text.
+    options: '-c TimeZone=UTC',
+    types,
+    max: cfg.poolSize, // this process's share of the connection budget
+    min: cfg.poolSize, // never shrink below it ...
+    idleTimeoutMillis: 0, // ... nor close idle connections (pg-pool's default: 10 s)
+    maxLifetimeSeconds: 0, // no recycling during a run
+    connectionTimeoutMillis: 30000, // a request waits up to 30 s for a free connection
+    allowExitOnIdle: false
+  })
+  // An idle connection that breaks emits 'error' on the pool; unhandled it would kill
+  // the worker. The pool drops that connection and opens a new one on demand.
+  pool.on('error', (err) => console.error(`fastify: idle PostgreSQL connection error: ${err.message}`))
+  await openAll(pool.connect.bind(pool), cfg.poolSize, (client) => client.release())
+  return pool
+}
+
+/** Check out `size` connections at once (each forces a new one), then give them all back. */
+async function openAll (acquire, size, release) {
+  const settled = await Promise.allSettled(Array.from({ length: size }, () => acquire()))
+  for (const s of settled) if (s.status === 'fulfilled') release(s.value)
+  const failed = settled.find((s) => s.status === 'rejected')
+  if (failed) throw failed.reason
+}
+
+function pgUser (row) {
+  return user(row.user_id, row.username, row.email, pgTimestamp(row.created_at),
+    pgTimestamp(row.updated_at), row.is_archived)
+}
+
+class PgRawRepository {
+  // Named statements: pg parses each once per connection, then only binds and executes
+  // (like asyncpg's and sqlx's statement caches). Values are always bound parameters.
+  static GET = `SELECT ${COLUMNS} FROM users WHERE user_id = $1`
+  // One statement: RETURNING answers the row as stored after the update.
+  static UPDATE = 'UPDATE users SET username = $2, email = $3, updated_at = now() ' +
+    `WHERE user_id = $1 RETURNING ${COLUMNS}`
+
+  constructor (pool) { this.pool = pool }
+
+  async getUser (id) {
+    const res = await this.pool.query({ name: 'get_user', text: PgRawRepository.GET, values: [id] })
+    return res.rows.length === 0 ? null : pgUser(res.rows[0])
+  }
+
+  async updateUser (id, username, email) {
+    const res = await this.pool.query({
+      name: 'update_user', text: PgRawRepository.UPDATE, values: [id, username, email]
+    })
+    return res.rows.length === 0 ? null : pgUser(res.rows[0])
+  }
+
+  close () { return withTimeout(this.pool.end(), CLOSE_TIMEOUT_MS) }
+}
+
+// ------------------------------------------------------------------------ MySQL
+
+async function openMysqlPool (cfg) {
+  const mysql = require('mysql2/promise')
+  const pool = mysql.createPool({
+    host: cfg.dbHost,
+    port: cfg.dbPort,
+    database: cfg.dbName,
+    user: cfg.dbUser,
+    password: cfg.dbPassword,
+    connectionLimit: cfg.poolSize, // this process's share of the connection budget
+    maxIdle: cfg.poolSize, // = connectionLimit: no idle connection is ever closed
+    waitForConnections: true, // under load a request queues for a connection ...
+    queueLimit: 0, // ... without a cap, rather than failing
+    charset: 'utf8mb4', // any valid Unicode string fits the utf8mb4 table
+    timezone: 'Z', // DATETIME holds UTC (only matters if a Date were ever sent or built)
+    dateStrings: true, // DATETIME(6) as text: microseconds kept, no local-time shift
+    // mysql2's default, stated: an UPDATE's affectedRows counts matched rows, not
+    // changed ones, so 0 means "no such user".
+    flags: ['FOUND_ROWS']
+  })
+  await openAll(() => pool.getConnection(), cfg.poolSize, (conn) => conn.release())
+  return pool
+}
+
+function mysqlUser (row) {
+  return user(row.user_id, row.username, row.email, mysqlTimestamp(row.created_at),
+    mysqlTimestamp(row.updated_at), row.is_archived === 1 || row.is_archived === true)
+}
+
+class MysqlRawRepository {
+  // pool.execute: server-side prepared statements (binary protocol), prepared once per
+  // connection and cached by mysql2, values bound by the server.
+  static GET = `SELECT ${COLUMNS} FROM users WHERE user_id = ?`
+  // No UPDATE ... RETURNING in MySQL/MariaDB: one UPDATE, then one SELECT. The column
+  // holds UTC whatever the session time zone: UTC_TIMESTAMP(6).
+  static UPDATE = 'UPDATE users SET username = ?, email = ?, updated_at = UTC_TIMESTAMP(6) WHERE user_id = ?'
+
+  constructor (pool) { this.pool = pool }
+
+  async getUser (id) {
+    const [rows] = await this.pool.execute(MysqlRawRepository.GET, [id])
+    return rows.length === 0 ? null : mysqlUser(rows[0])
+  }
+
+  async updateUser (id, username, email) {
+    // Both statements on one connection (autocommit: no BEGIN/COMMIT around them).
+    const conn = await this.pool.getConnection()
+    try {
+      const [result] = await conn.execute(MysqlRawRepository.UPDATE, [username, email, id])
+      if (result.affectedRows === 0) return null // unknown user: 404 without a SELECT
+      const [rows] = await conn.execute(MysqlRawRepository.GET, [id])
+      return rows.length === 0 ? null : mysqlUser(rows[0])
+    } finally {
+      conn.release()
+    }
+  }
+
+  close () { return withTimeout(this.pool.end(), CLOSE_TIMEOUT_MS) }
+}
+
+// --------------------------------------------------------------------- opening
+
+/** The repository for BENCH_DB / BENCH_ORM, with its pool fully open; null for 'none'. */
+async function openRepository (cfg) {
+  if (cfg.db === 'none') return null
+  const pool = cfg.db === 'postgres' ? await openPgPool(cfg) : await openMysqlPool(cfg)
+  if (cfg.orm) {
+    const orm = require('./orm')
+    return cfg.db === 'postgres' ? new orm.PgDrizzleRepository(pool) : new orm.MysqlDrizzleRepository(pool)
+  }
+  return cfg.db === 'postgres' ? new PgRawRepository(pool) : new MysqlRawRepository(pool)
+}
+
+module.exports = { openRepository, withTimeout, CLOSE_TIMEOUT_MS, COLUMNS }
