@@ -1,4 +1,4 @@
-"""Command line of run_bench.py: run (default), list, build, serve, verify.
+"""Command line of run_bench.py: run (default), list, build, serve, verify, compare, calibrate.
 
 Each command is a thin function over the packages below it; exit statuses: 0 all well,
 1 something measured or checked is not ok (or a tool/database failed), 2 bad input
@@ -11,7 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-from bench.cli import arguments
+from bench.cli import arguments, compare
 from bench.core import manifest
 from bench.core.settings import TESTS, SelectionError, Settings, validate
 from bench.infra import databases
@@ -20,7 +20,7 @@ from bench.storage import results
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-COMMANDS = ("run", "list", "serve", "verify", "build")
+COMMANDS = ("run", "list", "serve", "verify", "build", "compare", "calibrate")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -58,6 +58,14 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_server_settings(ver)
     arguments.add_databases(ver)
     ver.add_argument("--results-dir", type=Path, default=Settings().results_dir)
+
+    compare.add_parser(sub)
+    cal = sub.add_parser("calibrate", help="run the selection twice (A/A) and store per-case "
+                                           "regression thresholds for this machine")
+    arguments.add_selection(cal)
+    arguments.add_load(cal)
+    arguments.add_server_settings(cal)
+    arguments.add_databases(cal)
     return top
 
 
@@ -119,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "run")
     args = parser().parse_args(argv)
+    if args.command == "compare":
+        return compare.run(args, Settings().results_dir)
     try:
         settings = arguments.settings_from(args)
         specs = manifest.discover(settings.servers_dirs)
@@ -132,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "verify":
             from bench.cli.verify import verify_selection
             return verify_selection(settings, specs)
+        if args.command == "calibrate":
+            from bench.cli.calibrate import calibrate
+            wrk.require_wrk()
+            return calibrate(settings, specs)
         return cmd_run(settings, specs)
     except (SelectionError, manifest.ManifestError) as exc:
         print(f"error: {exc}", file=sys.stderr)

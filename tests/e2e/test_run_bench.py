@@ -41,11 +41,11 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     doc = only_run(tmp_path)
     assert doc["status"] == "complete"
-    assert len(doc["cases"]) == 6 + 10
-    assert doc["schedule"]["order_seed"] == 5 and len(doc["schedule"]["order"]) == 2 * 16
+    assert len(doc["cases"]) == 10 + 10
+    assert doc["schedule"]["order_seed"] == 5 and len(doc["schedule"]["order"]) == 2 * 20
     # interleaved: the first half of the schedule is round 1, each case once
-    first_round = [o.rsplit("#", 1) for o in doc["schedule"]["order"][:16]]
-    assert {i for _, i in first_round} == {"0"} and len({c for c, _ in first_round}) == 16
+    first_round = [o.rsplit("#", 1) for o in doc["schedule"]["order"][:20]]
+    assert {i for _, i in first_round} == {"0"} and len({c for c, _ in first_round}) == 20
     assert doc["load"] == {"generator": "wrk", "version": doc["load"]["version"],
                            "threads": doc["load"]["threads"], "connections": 16,
                            "connections_requested": 16}
