@@ -13,12 +13,12 @@ SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: bench test setup system-deps venv build tables list clean
+.PHONY: bench test setup system-deps browser-deps venv build tables list clean
 
 bench: setup
 	$(PYTHON) run_bench.py $(ARGS)
 
-test: setup
+test: setup browser-deps
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 tables: venv
@@ -31,6 +31,10 @@ setup: system-deps venv build
 
 system-deps:
 	@bash scripts/install_system_deps.sh
+
+# the HTML report's test drives a real headless Chromium
+browser-deps:
+	@bash scripts/install_system_deps.sh --with-browser
 
 venv: $(VENV)/.installed
 

@@ -18,7 +18,7 @@ from bench.infra.resources import ResourceSampler
 from bench.infra.server import ServerError, ServerProcess, build
 from bench.infra.signals import sigterm_as_interrupt
 from bench.load import wrk
-from bench.report import formats, tables
+from bench.report import formats, html, tables
 from bench.storage import results
 from bench.verify import verifier
 
@@ -69,14 +69,14 @@ class Run:
                                      duration_s=settings.duration, timeout_s=settings.timeout,
                                      seed=settings.seed, token=settings.token)
         self.run_id = results.new_run_id()
-        self.run_dir = Path(settings.results_dir) / self.run_id
-        self.logs = self.run_dir / "logs"
         load_record = {"generator": "wrk", "version": environment.tools()["wrk"],
                        "threads": self.load.threads, "connections": self.load.open_connections,
                        "connections_requested": settings.connections}
         self.doc = results.new_document(self.run_id, settings.public(),
                                         environment.environment(), load_record)
-        self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])
+        machine = self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])
+        self.run_dir = results.run_dir(settings.results_dir, machine, self.run_id)
+        self.logs = self.run_dir / "logs"
         specs = {c.variant.server.id: c.variant.server for c in cases}
         self.doc["servers"] = {sid: {"description": s.description, "language": s.language,
                                      "concurrency": s.concurrency,
@@ -297,4 +297,9 @@ class Run:
         text = formats.to_markdown(built, self.doc)
         (self.run_dir / "tables.md").write_text(text)
         say("\n" + text)
-        say(f"results: {self.run_dir / results.RESULTS_FILE}\ntables:  {self.run_dir / 'tables.md'}")
+        try:
+            report = html.write(self.doc, built, self.run_dir)
+        except Exception as exc:  # noqa: BLE001 - a chart must never cost the results
+            report = f"not written ({type(exc).__name__}: {exc})"
+        say(f"results: {self.run_dir / results.RESULTS_FILE}\ntables:  "
+            f"{self.run_dir / 'tables.md'}\nreport:  {report}")

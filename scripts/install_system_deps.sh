@@ -3,10 +3,15 @@
 # wrk (load), PostgreSQL and MariaDB servers (the harness starts its own throwaway
 # instances from these binaries), the headers mysqlclient (Django's MySQL driver) is
 # built against, and the toolchains of the compiled servers (Rust, Go, Node.js).
+# With --with-browser (make test): also Debian's Chromium and its driver, for the test
+# that opens report.html in a real headless browser.
 set -euo pipefail
 
 packages=(wrk postgresql mariadb-server mariadb-client default-libmysqlclient-dev
           pkg-config build-essential python3-venv ca-certificates curl)
+if [[ "${1:-}" == "--with-browser" ]]; then
+  packages+=(chromium chromium-driver)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,5 @@
-"""Command line of run_bench.py: run (default), list, build, serve, verify, compare, calibrate.
+"""Command line of run_bench.py: run (default), list, build, serve, verify, compare,
+calibrate, report, history.
 
 Each command is a thin function over the packages below it; exit statuses: 0 all well,
 1 something measured or checked is not ok (or a tool/database failed), 2 bad input
@@ -11,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from bench.cli import arguments, compare
+from bench.cli import arguments, compare, report
 from bench.core import manifest
 from bench.core.settings import TESTS, SelectionError, Settings, validate
 from bench.infra import databases
@@ -20,7 +21,8 @@ from bench.storage import results
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-COMMANDS = ("run", "list", "serve", "verify", "build", "compare", "calibrate")
+COMMANDS = ("run", "list", "serve", "verify", "build", "compare", "calibrate", "report",
+            "history")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -66,6 +68,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_load(cal)
     arguments.add_server_settings(cal)
     arguments.add_databases(cal)
+    report.add_parsers(sub, Settings().results_dir)
     return top
 
 
@@ -129,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "compare":
         return compare.run(args, Settings().results_dir)
+    if args.command == "report":
+        return report.report(args)
+    if args.command == "history":
+        return report.show_history(args)
     try:
         settings = arguments.settings_from(args)
         specs = manifest.discover(settings.servers_dirs)

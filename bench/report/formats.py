@@ -14,6 +14,34 @@ from tabulate import tabulate
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, Row, Table, header_sentence
 
 TIE_MARK = "≈"
+
+
+def _fmt(value, spec: str, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{suffix}"
+
+
+def _server(row: Row, key: str):
+    return (row.resources.get("server") or {}).get(key)
+
+
+# Columns added on request (--columns), after the contract's: (header, cell, raw value).
+EXTRA_COLUMNS = {
+    "errors": ("errors", lambda r: _fmt(r.error_rate and r.error_rate * 100, ".3f", " %"),
+               lambda r: r.error_rate),
+    "spread": ("req/sec 95 % CI",
+               lambda r: "-" if r.rps.ci_low is None
+               else f"{r.rps.ci_low:,.0f} – {r.rps.ci_high:,.0f}",
+               lambda r: None if r.rps.ci_low is None else [r.rps.ci_low, r.rps.ci_high]),
+    "cpu": ("server cores", lambda r: _fmt(_server(r, "mean_cores"), ".2f"),
+            lambda r: _server(r, "mean_cores")),
+    "memory": ("server memory (PSS)", lambda r: _fmt(_server(r, "memory_mb"), ",.0f", " MiB"),
+               lambda r: _server(r, "memory_mb")),
+    "per-core": ("req per server CPU-s",
+                 lambda r: _fmt(r.resources.get("requests_per_server_cpu_s"), ",.0f"),
+                 lambda r: r.resources.get("requests_per_server_cpu_s")),
+    "relative": ("vs best", lambda r: _fmt(r.relative and r.relative * 100, ".1f", " %"),
+                 lambda r: r.relative),
+}
 STATS_COLUMNS = ["status", "reason", "samples", "req_sec_cv", "req_sec_ci95_low",
                  "req_sec_ci95_high", "tie_with_row_above", "unstable", "client_bound"]
 
@@ -37,12 +65,17 @@ def _latency_cells(row: Row) -> list[str]:
             for p in PERCENTILES]
 
 
-def markdown_rows(table: Table) -> list[list[str]]:
-    return [[r.test, r.server, r.database, r.orm, _rps_cell(r), *_latency_cells(r)]
+def markdown_rows(table: Table, extra: list[str] = ()) -> list[list[str]]:
+    return [[r.test, r.server, r.database, r.orm, _rps_cell(r), *_latency_cells(r),
+             *[EXTRA_COLUMNS[c][1](r) if r.ranked else "-" for c in extra]]
             for r in table.rows]
 
 
-def to_markdown(tables: list[Table], doc: dict) -> str:
+def headers(extra: list[str] = ()) -> list[str]:
+    return CONTRACT_COLUMNS + [EXTRA_COLUMNS[c][0] for c in extra]
+
+
+def to_markdown(tables: list[Table], doc: dict, extra: list[str] = ()) -> str:
     out = [f"# Results of run {doc['run_id']}", "", header_sentence(doc), ""]
     repeat = doc["settings"].get("repeat", 1)
     if repeat > 1:
@@ -54,7 +87,7 @@ def to_markdown(tables: list[Table], doc: dict) -> str:
         out += ["One sample per case: no spread and no confidence interval, so the order "
                 "of close rows is not tested (use --repeat or a preset).", ""]
     for table in tables:
-        out += [f"## {table.title}", "", tabulate(markdown_rows(table), CONTRACT_COLUMNS,
+        out += [f"## {table.title}", "", tabulate(markdown_rows(table, extra), headers(extra),
                                                   tablefmt="pipe", disable_numparse=True), ""]
         if len(table.client_bound) > 1:
             out += [f"Client-bound rows ({', '.join(table.client_bound)}) measure the load "
@@ -69,7 +102,7 @@ def _number(value) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
-def csv_rows(tables: list[Table]) -> list[list[str]]:
+def csv_rows(tables: list[Table], extra: list[str] = ()) -> list[list[str]]:
     rows = []
     for table in tables:
         for r in table.rows:
@@ -80,19 +113,26 @@ def csv_rows(tables: list[Table]) -> list[list[str]]:
                          r.status, r.reason or "", str(r.rps.n), _number(r.rps.cv),
                          _number(r.rps.ci_low), _number(r.rps.ci_high),
                          "" if r.tie is None else str(r.tie), str(r.unstable),
-                         str(r.client_bound)])
+                         str(r.client_bound),
+                         *[_csv_value(EXTRA_COLUMNS[c][2](r)) if ok else "" for c in extra]])
     return rows
 
 
-def to_csv(tables: list[Table], doc: dict | None = None) -> str:
+def _csv_value(value) -> str:
+    if isinstance(value, list):
+        return " ".join(_number(v) for v in value)
+    return _number(value)
+
+
+def to_csv(tables: list[Table], doc: dict | None = None, extra: list[str] = ()) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CONTRACT_COLUMNS + STATS_COLUMNS)
-    writer.writerows(csv_rows(tables))
+    writer.writerow(CONTRACT_COLUMNS + STATS_COLUMNS + [EXTRA_COLUMNS[c][0] for c in extra])
+    writer.writerows(csv_rows(tables, extra))
     return buf.getvalue()
 
 
-def to_json(tables: list[Table], doc: dict) -> str:
+def to_json(tables: list[Table], doc: dict, extra: list[str] = ()) -> str:
     return json.dumps({
         "run_id": doc["run_id"], "status": doc["status"], "header": header_sentence(doc),
         "tables": [{
@@ -102,6 +142,7 @@ def to_json(tables: list[Table], doc: dict) -> str:
                       "requests_per_sec": r.rps.as_dict(), "latency_ms": r.latency_ms,
                       "tie_with_row_above": r.tie, "unstable": r.unstable,
                       "client_bound": r.client_bound, "resources": r.resources,
+                      "error_rate": r.error_rate, "relative_to_best": r.relative,
                       "notes": r.notes} for r in t.rows]}
             for t in tables]}, indent=2) + "\n"
 

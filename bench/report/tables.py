@@ -33,6 +33,8 @@ class Row:
     unstable: bool = False
     client_bound: bool = False
     resources: dict = field(default_factory=dict)
+    error_rate: float | None = None
+    relative: float | None = None      # median / the best ranked median of the table
     notes: list[int] = field(default_factory=list)    # numbers of the table's notes
 
     @property
@@ -71,7 +73,7 @@ def _row(case: dict) -> Row:
                status=stats["status"], reason=stats["reason"],
                rps=Spread(**stats["requests_per_sec"]), latency_ms=stats["latency_ms"],
                unstable=stats["unstable"], client_bound=stats["client_bound"],
-               resources=stats["resources"])
+               resources=stats["resources"], error_rate=stats["error_rate"])
 
 
 def build_tables(doc: dict) -> list[Table]:
@@ -96,6 +98,7 @@ def build_tables(doc: dict) -> list[Table]:
         others = [rc for rc in rows if not rc[0].ranked]
         for row, tie in zip([r for r, _ in ranked], statistics.ties([r.rps for r, _ in ranked])):
             row.tie = tie
+            row.relative = row.rps.median / ranked[0][0].rps.median
         for row, case in ranked + others:
             for warning in case.get("warnings", []):
                 table.notes.append(f"{row.server} ({case['database']}, "

@@ -1,5 +1,5 @@
 """Per-case thresholds measured on one machine (an A/A calibration), kept beside that
-machine's results: results/machines/<machine id>/calibration.json."""
+machine's runs: results/<machine id>/calibration.json."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ FILE = "calibration.json"
 
 
 def path_for(results_root: Path, machine_id: str) -> Path:
-    return Path(results_root) / "machines" / machine_id / FILE
+    return Path(results_root) / machine_id / FILE
 
 
 def save(results_root: Path, machine_id: str, thresholds: dict[str, float], runs: list[str],

@@ -117,9 +117,25 @@ def load(path: Path) -> dict:
     return migrate.to_current(doc)
 
 
+def run_dir(results_root: Path, machine_id: str, run_id: str) -> Path:
+    """Runs are kept per machine (results/<machine id>/<run id>/), so one box's nightly
+    runs form a series of their own."""
+    return Path(results_root) / machine_id / run_id
+
+
+def run_dirs(results_root: Path, machine_id: str | None = None) -> list[Path]:
+    """Every run folder under results_root (per machine, or flat as schema 1 kept them),
+    oldest first: run ids start with a UTC timestamp, so the name order is the time order."""
+    root = Path(results_root)
+    found = list(root.glob(f"*/{RESULTS_FILE}")) + list(root.glob(f"*/*/{RESULTS_FILE}"))
+    dirs = [p.parent for p in found]
+    if machine_id is not None:
+        dirs = [d for d in dirs if d.parent.name == machine_id]
+    return sorted(dirs, key=lambda d: d.name)
+
+
 def latest_run(results_root: Path) -> Path:
-    runs = sorted(p for p in Path(results_root).glob(f"*/{RESULTS_FILE}"))
+    runs = [d for d in run_dirs(results_root) if not d.name.startswith("verify-")]
     if not runs:
         raise ResultsError(f"no runs under {results_root}: run `python run_bench.py` first")
-    # run ids start with a UTC timestamp, so the name order is the time order
-    return max(runs, key=lambda p: p.parent.name).parent
+    return runs[-1]

@@ -1,0 +1,79 @@
+"""`run_bench.py report [RUN]`: report.html and charts of a stored run.
+`run_bench.py history`: a machine's runs as series per case, with change points and charts.
+Both read stored JSON only."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tabulate import tabulate
+
+from bench.analysis import history
+from bench.infra.environment import environment, fingerprint
+from bench.report import charts, html, tables
+from bench.storage import results
+
+EXIT_BAD_INPUT = 2
+
+
+def add_parsers(sub, results_default: Path) -> None:
+    rep = sub.add_parser("report", help="write report.html and charts of a stored run")
+    rep.add_argument("run", nargs="?", type=Path, help="run folder (default: the latest)")
+    rep.add_argument("--results-dir", type=Path, default=results_default)
+    his = sub.add_parser("history", help="each case's median over a machine's runs, with "
+                                         "the points where its level changed")
+    his.add_argument("--machine", help="machine id (default: this machine's; "
+                                       "folders under results/ are machine ids)")
+    his.add_argument("--server", help="only this server")
+    his.add_argument("--test", help="only this test (get_user, update_user, plain, to_json)")
+    his.add_argument("--charts", type=Path, help="write a chart per case into this folder")
+    his.add_argument("--results-dir", type=Path, default=results_default)
+
+
+def report(args: argparse.Namespace) -> int:
+    try:
+        run_dir = args.run or results.latest_run(args.results_dir)
+        doc = results.load(run_dir)
+    except results.ResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    run_dir = run_dir if run_dir.is_dir() else run_dir.parent
+    path = html.write(doc, tables.build_tables(doc), run_dir)
+    print(f"report: {path}\ncharts: {run_dir / 'charts'}")
+    return 0
+
+
+def show_history(args: argparse.Namespace) -> int:
+    machine = args.machine or fingerprint(environment())
+    dirs = results.run_dirs(args.results_dir, machine)
+    if not dirs:
+        known = sorted({d.parent.name for d in results.run_dirs(args.results_dir)})
+        print(f"error: no runs of machine {machine!r} under {args.results_dir}; machines "
+              f"with runs: {', '.join(known) or 'none'}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    docs = []
+    for d in dirs:
+        try:
+            docs.append(results.load(d))
+        except results.ResultsError as exc:
+            print(f"skipped {d}: {exc}", file=sys.stderr)
+    test = args.test.replace("_", " ") if args.test else None
+    series = history.build(docs, server=args.server, test=test)
+    rows = []
+    for s in series:
+        last = s.points[-1]
+        steps = "; ".join(f"{cp.change:+.1%} at {cp.run_id} (p {cp.p_value:.1g})"
+                          for cp in s.change_points) or "none"
+        rows.append([s.test, f"{s.server} {s.database} {'orm' if s.orm else 'raw'}",
+                     len(s.points), f"{last.median:,.0f}", steps])
+        if args.charts:
+            args.charts.mkdir(parents=True, exist_ok=True)
+            charts.history_chart(s, args.charts / f"{charts._slug(s.case_id)}.png", machine)
+    print(f"# History of machine {machine}: {len(docs)} runs, {len(series)} cases\n")
+    print(tabulate(rows, ["test", "variant", "runs", "last median req/s",
+                          "changes of level (E-divisive)"], tablefmt="pipe",
+                   disable_numparse=True))
+    if args.charts:
+        print(f"\ncharts: {args.charts}")
+    return 0

@@ -1,0 +1,134 @@
+"""Charts for a blog post or a CI page, drawn with matplotlib from the table model (and
+from history series): each readable on its own, with title, units, labels and, in the
+caption, the machine and settings that produced it."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")        # files only: no display, also on a CI runner
+import matplotlib.pyplot as plt  # noqa: E402
+
+from bench.analysis.history import Series  # noqa: E402
+from bench.report.tables import Row, Table, header_sentence  # noqa: E402
+
+LATENCY_POINTS = (("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99), ("p99_9", 99.9))
+DPI = 110
+
+
+def _label(row: Row) -> str:
+    if row.database == "None":
+        return row.server
+    return f"{row.server} ({row.database}, {'orm' if row.orm == 'True' else 'raw'})"
+
+
+def _caption(fig, text: str) -> None:
+    fig.text(0.01, 0.01, "\n".join(textwrap.wrap(text, 150)), fontsize=7, color="#444",
+             va="bottom", ha="left")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
+
+
+def throughput_chart(table: Table, doc: dict, path: Path) -> Path | None:
+    """Horizontal bars of median req/s, best on top, with the 95 % interval of the median."""
+    rows = [r for r in table.rows if r.ranked]
+    if not rows:
+        return None
+    rows = rows[::-1]                       # barh draws bottom-up: best ends on top
+    height = 1.6 + 0.32 * len(rows)
+    fig, ax = plt.subplots(figsize=(9, height + 0.9))
+    medians = [r.rps.median for r in rows]
+    low = [r.rps.median - (r.rps.ci_low if r.rps.ci_low is not None else r.rps.median)
+           for r in rows]
+    high = [(r.rps.ci_high if r.rps.ci_high is not None else r.rps.median) - r.rps.median
+            for r in rows]
+    colors = ["#9aa5b1" if r.client_bound else "#2b6cb0" for r in rows]
+    ax.barh(range(len(rows)), medians, xerr=[low, high], color=colors, capsize=3,
+            error_kw={"elinewidth": 1, "ecolor": "#222"})
+    ax.set_yticks(range(len(rows)), [_label(r) for r in rows], fontsize=8)
+    for i, r in enumerate(rows):
+        mark = (" ≈" if r.tie else "") + (" (client-bound)" if r.client_bound else "")
+        right = max(r.rps.median, r.rps.ci_high or 0)      # past the whisker, not over it
+        ax.text(right, i, f"  {r.rps.median:,.0f}{mark}", va="center", fontsize=7)
+    ax.set_xlabel("requests per second (median of the samples; whiskers: 95 % CI of the median)")
+    ax.set_title(f"{table.title}: throughput", fontsize=11)
+    ax.margins(x=0.18)
+    fig.subplots_adjust(left=0.3, bottom=0.9 / (height + 0.9) + 0.08, top=0.9)
+    _caption(fig, header_sentence(doc) + " Grey bars: client-bound (the load generator "
+             "limited the figure). ≈: statistical tie with the row above.")
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def latency_chart(table: Table, doc: dict, path: Path) -> Path | None:
+    """Latency percentiles p50 .. p99.9 per row, log scale (medians over the samples)."""
+    rows = [r for r in table.rows if r.ranked]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 5.4))
+    xs = list(range(len(LATENCY_POINTS)))
+    for r in rows:
+        ys = [r.latency_ms.get(key) for key, _ in LATENCY_POINTS]
+        points = [(x, y) for x, y in zip(xs, ys) if y]
+        if points:
+            ax.plot(*zip(*points), marker="o", linewidth=1.2, markersize=3, label=_label(r))
+    ax.set_yscale("log")
+    ax.set_xticks(xs, [f"p{p:g}" for _, p in LATENCY_POINTS])
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency, ms (log scale)")
+    ax.set_title(f"{table.title}: latency percentiles", fontsize=11)
+    ax.grid(True, which="both", axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    fig.subplots_adjust(bottom=0.2, top=0.92)
+    _caption(fig, header_sentence(doc) + " Percentiles as wrk reports them (corrected for "
+             "coordinated omission), median of the samples.")
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def run_charts(tables: list[Table], doc: dict, folder: Path) -> list[Path]:
+    """Every chart of a run, written into `folder` (created)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for table in tables:
+        slug = _slug(table.title)
+        for draw, kind in ((throughput_chart, "throughput"), (latency_chart, "latency")):
+            path = draw(table, doc, folder / f"{slug}-{kind}.png")
+            if path:
+                out.append(path)
+    return out
+
+
+def history_chart(series: Series, path: Path, machine: str) -> Path:
+    """A case's median req/s over the runs, its 95 % interval as a band, change points as
+    vertical lines labelled with the relative change."""
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    xs = list(range(len(series.points)))
+    medians = [p.median for p in series.points]
+    lows = [p.ci_low if p.ci_low is not None else p.median for p in series.points]
+    highs = [p.ci_high if p.ci_high is not None else p.median for p in series.points]
+    ax.fill_between(xs, lows, highs, color="#2b6cb0", alpha=0.15, label="95 % CI of the median")
+    ax.plot(xs, medians, marker="o", markersize=3, color="#2b6cb0", label="median req/s")
+    for cp in series.change_points:
+        ax.axvline(cp.index - 0.5, color="#c53030", linestyle="--", linewidth=1)
+        ax.text(cp.index - 0.5, max(highs), f" {cp.change:+.1%}", color="#c53030", fontsize=8,
+                va="top")
+    step = max(1, len(xs) // 10)
+    ax.set_xticks(xs[::step], [p.run_id[:15] for p in series.points][::step], rotation=30,
+                  fontsize=7, ha="right")
+    ax.set_ylabel("requests per second")
+    variant = f"{series.server} {series.database} {'orm' if series.orm else 'raw'}"
+    ax.set_title(f"{series.test}, {variant}: throughput over time", fontsize=11)
+    ax.legend(fontsize=7, loc="lower left")
+    fig.subplots_adjust(bottom=0.3, top=0.9)
+    _caption(fig, f"Machine {machine}; {len(xs)} runs; dashed lines: change points "
+                  f"(E-divisive, Apache Otava).")
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path

@@ -1,0 +1,97 @@
+"""report.html: one self-contained page per run (tables, charts, environment, warnings,
+verification), opened from disk with no network: the charts are embedded as data URIs,
+the style is inline, and there is no script."""
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+from tabulate import tabulate
+
+from bench.report import charts
+from bench.report.formats import markdown_rows
+from bench.report.tables import CONTRACT_COLUMNS, Table, header_sentence
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #1a202c; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }
+th, td { border: 1px solid #cbd5e0; padding: 0.25em 0.6em; text-align: left; }
+th { background: #edf2f7; }
+td:nth-child(n+5) { font-variant-numeric: tabular-nums; }
+img { max-width: 100%; border: 1px solid #e2e8f0; margin: 0.3em 0; }
+.caption { color: #4a5568; font-size: 0.9em; }
+.bad { color: #c53030; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; font-size: 0.85em; }
+dt { font-weight: 600; }
+"""
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _table_html(table: Table) -> str:
+    return tabulate(markdown_rows(table), CONTRACT_COLUMNS, tablefmt="html",
+                    disable_numparse=True)
+
+
+def _environment(doc: dict) -> str:
+    env = dict(doc["environment"])
+    items = {k: v for k, v in env.items() if not isinstance(v, (dict, list))}
+    items.update({f"tool: {k}": v for k, v in (env.get("tools") or {}).items()})
+    items.update({f"git: {k}": v for k, v in (env.get("git") or {}).items()})
+    for engine, d in doc.get("databases", {}).items():
+        items[f"database: {engine}"] = f"{d.get('version')} ({d.get('mode')})"
+    items["load"] = json.dumps(doc.get("load"))
+    for server, info in doc.get("servers", {}).items():
+        versions = ", ".join(f"{k} {v}" for k, v in (info.get("versions") or {}).items())
+        items[f"server: {server}"] = versions or info.get("description", "")
+    return "<dl>" + "".join(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))}</dd>"
+                            for k, v in items.items()) + "</dl>"
+
+
+def _verification(doc: dict) -> str:
+    rows = [[key, "passed" if r.get("passed") else "FAILED", r.get("reason") or ""]
+            for key, r in sorted(doc.get("verification", {}).items())]
+    if not rows:
+        return "<p>No verification ran (--no-verify).</p>"
+    return tabulate(rows, ["variant", "verification", "reason"], tablefmt="html")
+
+
+def render(doc: dict, tables: list[Table], chart_dir: Path) -> str:
+    images = {p.name: p for p in charts.run_charts(tables, doc, chart_dir)}
+    parts = [f"<h1>Results of run {html.escape(doc['run_id'])}</h1>",
+             f'<p class="caption">{html.escape(header_sentence(doc))}</p>']
+    if doc["status"] != "complete":
+        parts.append(f'<p class="bad">Run status: {html.escape(doc["status"])}: '
+                     f'{html.escape(doc.get("reason") or "")}</p>')
+    parts.append('<p class="caption">req/sec: median of the samples ± their coefficient of '
+                 'variation; ≈: statistical tie with the row above (95 % confidence '
+                 'intervals of the medians overlap). Rows that are not clean measurements '
+                 'keep their place at the bottom with the reason.</p>')
+    for table in tables:
+        slug = charts._slug(table.title)
+        parts.append(f'<h2 id="{slug}">{html.escape(table.title)}</h2>')
+        parts.append(_table_html(table))
+        if table.notes:
+            parts.append("<ol>" + "".join(f"<li>{html.escape(n)}</li>" for n in table.notes)
+                         + "</ol>")
+        for kind in ("throughput", "latency"):
+            name = f"{slug}-{kind}.png"
+            if name in images:
+                parts.append(_img(images[name], f"{table.title}: {kind}"))
+    parts += ["<h2>Verification</h2>", _verification(doc),
+              "<h2>Environment</h2>", _environment(doc)]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>webbench {html.escape(doc['run_id'])}</title><style>{STYLE}</style>"
+            "</head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+
+
+def write(doc: dict, tables: list[Table], run_dir: Path) -> Path:
+    """report.html and the charts (charts/*.png, also usable on their own) in run_dir."""
+    path = run_dir / "report.html"
+    path.write_text(render(doc, tables, run_dir / "charts"))
+    return path

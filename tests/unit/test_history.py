@@ -1,0 +1,63 @@
+"""Series over a machine's stored runs, and change points: a planted step is found, a flat
+series gives none."""
+import random
+
+from bench.analysis import history
+from bench.cli import main
+from bench.storage import results
+from tests.unit.conftest import v2_case, v2_document
+
+
+def nightly_docs(levels: list[float], seed: int = 3, noise: float = 0.02) -> list[dict]:
+    rng = random.Random(seed)
+    docs = []
+    for night, level in enumerate(levels):
+        rps = tuple(level * (1 + rng.gauss(0, noise)) for _ in range(5))
+        doc = v2_document([v2_case("a", "postgres", False, "get user", rps=rps),
+                           v2_case("a", "none", False, "plain", rps=(50000.0,) * 5)], repeat=5)
+        doc["run_id"] = f"202601{night + 1:02d}T000000Z-box"
+        doc["started_at"] = f"2026-01-{night + 1:02d}T00:00:00+00:00"
+        doc["environment"]["machine_id"] = "box-1"
+        docs.append(doc)
+    return docs
+
+
+def test_a_planted_step_is_found_where_it_was_planted():
+    docs = nightly_docs([1000.0] * 12 + [900.0] * 12)
+    series = {s.test: s for s in history.build(docs)}
+    get_user = series["get user"]
+    assert len(get_user.points) == 24
+    assert [cp.index for cp in get_user.change_points] == [12]
+    cp = get_user.change_points[0]
+    assert cp.run_id == "20260113T000000Z-box"
+    assert -0.12 < cp.change < -0.08 and cp.p_value < history.MAX_PVALUE
+    assert series["plain"].change_points == []
+
+
+def test_a_flat_noisy_series_has_no_change_point():
+    for seed in range(5):
+        docs = nightly_docs([1000.0] * 24, seed=seed)
+        assert [s.change_points for s in history.build(docs)] == [[], []], seed
+
+
+def test_failed_nights_are_gaps_and_filters_apply():
+    docs = nightly_docs([1000.0] * 6)
+    docs[2]["cases"][0]["samples"][0].update(status="failed", reason="died")
+    series = history.build(docs, test="get user")
+    assert len(series) == 1 and len(series[0].points) == 5
+    assert history.build(docs, server="nope") == []
+
+
+def test_history_command_reads_a_machines_runs(tmp_path, capsys):
+    for doc in nightly_docs([1000.0] * 12 + [900.0] * 12):
+        results.save(doc, results.run_dir(tmp_path, "box-1", doc["run_id"]))
+    charts = tmp_path / "charts"
+    assert main(["history", "--machine", "box-1", "--results-dir", str(tmp_path),
+                 "--test", "get_user", "--charts", str(charts)]) == 0
+    out = capsys.readouterr().out
+    assert "24 runs, 1 cases" in out and "20260113T000000Z-box" in out
+    step = next(line for line in out.splitlines() if "get user" in line)
+    assert "| 24 " in step and " at 20260113T000000Z-box" in step and "%" in step.split("|")[5]
+    assert [p.name for p in charts.iterdir()] == ["a_postgres_raw_get_user_c64.png"]
+    assert main(["history", "--machine", "other", "--results-dir", str(tmp_path)]) == 2
+    assert "machines with runs: box-1" in capsys.readouterr().err
