@@ -5,27 +5,32 @@
 //! manifest declares `concurrency = "threads"`. Configuration comes only from the
 //! environment (servers/README.md).
 //!
-//! Two variants: raw sqlx queries (db.rs, `BENCH_ORM=0`) and SeaORM 1.x over the same
-//! sqlx pool (orm.rs, `BENCH_ORM=1`). The handlers are generic over the store, so the
-//! choice is made once here and each variant runs its own monomorphised handlers.
+//! Two variants: raw sqlx queries (webbench_common::db, `BENCH_ORM=0`) and SeaORM 1.x
+//! over the same sqlx pool (orm.rs, `BENCH_ORM=1`). The handlers are generic over the
+//! store, so the choice is made once here and each variant runs its own monomorphised
+//! handlers. What is not actix-specific (configuration, the contract's parsing,
+//! validation and bodies, the raw queries) is shared with axum: servers/_rscommon.
 
-mod config;
-mod db;
 mod handlers;
 mod orm;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use actix_web::web::{self, Bytes};
+use actix_web::web;
 use actix_web::{App, HttpServer};
+use webbench_common::config::{Config, DbKind};
+use webbench_common::contract::{AppState, UserStore};
+use webbench_common::db;
 
-use config::{Config, DbKind};
-use handlers::{AppState, UserStore};
+/// BENCH_SERVER_ID's default.
+const SERVER: &str = "actix-web";
+/// What the connections call themselves on PostgreSQL (pg_stat_activity).
+pub(crate) const APPLICATION_NAME: &str = "webbench-actix";
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    let cfg = match Config::from_env() {
+    let cfg = match Config::from_env(SERVER, Some("SeaORM")) {
         Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("actix-web: configuration error: {e}");
@@ -46,7 +51,7 @@ async fn main() -> ExitCode {
             }
         }
     } else {
-        match db::connect(&cfg).await {
+        match db::connect(&cfg, APPLICATION_NAME).await {
             Ok(store) => serve(cfg, store).await,
             Err(e) => {
                 eprintln!("actix-web: cannot open the {} pool: {e}", cfg.db.as_str());
@@ -57,16 +62,7 @@ async fn main() -> ExitCode {
 }
 
 async fn serve<S: UserStore>(cfg: Config, db: S) -> ExitCode {
-    let ping_body = serde_json::json!({
-        "server": cfg.server_id,
-        "database": cfg.db.as_str(),
-        "orm": cfg.orm,
-    });
-    let state = web::Data::new(AppState {
-        token: cfg.token.as_bytes().into(),
-        db,
-        ping_body: Bytes::from(serde_json::to_vec(&ping_body).unwrap_or_default()),
-    });
+    let state = web::Data::new(AppState::new(&cfg, db));
 
     let app_state = state.clone();
     // No `.wrap(Logger)` (and no logger initialised): no per-request access log.

@@ -18,9 +18,11 @@ use sea_orm::{
 };
 use sqlx::ConnectOptions;
 
-use crate::config::{Config, DbKind};
-use crate::db::{my_connect_options, open_pool, pg_connect_options, User};
-use crate::handlers::UserStore;
+use webbench_common::config::{Config, DbKind};
+use webbench_common::contract::UserStore;
+use webbench_common::db::{my_connect_options, open_pool, pg_connect_options, User};
+
+use crate::APPLICATION_NAME;
 
 /// The contract's `users` table as a SeaORM entity.
 pub mod user {
@@ -64,7 +66,7 @@ pub struct OrmDb {
     backend: DbBackend,
 }
 
-/// Opens the pool exactly as the raw variant does (db.rs: max = min =
+/// Opens the pool exactly as the raw variant does (webbench_common::db: max = min =
 /// BENCH_DB_POOL_SIZE, every connection opened before this returns, no idle timeout
 /// or max lifetime, test_before_acquire off, TLS off) and hands it to SeaORM with its
 /// documented `from_sqlx_*_pool` constructors. `disable_statement_logging` is what
@@ -72,7 +74,7 @@ pub struct OrmDb {
 pub async fn connect(cfg: &Config) -> Result<OrmDb, sqlx::Error> {
     let conn = match cfg.db {
         DbKind::Postgres => {
-            let opts = pg_connect_options(cfg).disable_statement_logging();
+            let opts = pg_connect_options(cfg, APPLICATION_NAME).disable_statement_logging();
             SqlxPostgresConnector::from_sqlx_postgres_pool(open_pool(opts, cfg.pool_size).await?)
         }
         DbKind::Mysql => {

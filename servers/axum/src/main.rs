@@ -5,26 +5,31 @@
 //! connection, and all of them share one sqlx pool whose size is the whole connection
 //! budget (`BENCH_DB_POOL_SIZE`), because the manifest declares
 //! `concurrency = "threads"`. Configuration comes only from the environment
-//! (servers/README.md).
+//! (servers/README.md). What is not axum-specific (configuration, the contract's
+//! parsing, validation and bodies, the sqlx pool and queries) is shared with
+//! actix-web: servers/_rscommon.
 
-mod config;
-mod db;
 mod handlers;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::routing::{get, patch};
 use axum::serve::ListenerExt;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::Notify;
+use webbench_common::config::Config;
+use webbench_common::contract::AppState;
+use webbench_common::db;
 
-use config::Config;
-use handlers::AppState;
+/// BENCH_SERVER_ID's default; no ORM variant (manifest: orm = [false]), so
+/// BENCH_ORM=1 is refused at start-up.
+const SERVER: &str = "axum";
+/// What the connections call themselves on PostgreSQL (pg_stat_activity).
+const APPLICATION_NAME: &str = "webbench-axum";
 
 /// After SIGTERM: how long in-flight requests may take to finish before the process
 /// exits anyway (idle keep-alive connections are closed at once).
@@ -33,7 +38,7 @@ const GRACE: Duration = Duration::from_millis(1500);
 const POOL_CLOSE: Duration = Duration::from_millis(500);
 
 fn main() -> ExitCode {
-    let cfg = match Config::from_env() {
+    let cfg = match Config::from_env(SERVER, None) {
         Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("axum: configuration error: {e}");
@@ -78,7 +83,7 @@ async fn run(cfg: Config) -> ExitCode {
 
     // Opened before the server listens: every connection of the budget exists by the
     // time /ping/ answers.
-    let db = match db::connect(&cfg).await {
+    let db = match db::connect(&cfg, APPLICATION_NAME).await {
         Ok(db) => db,
         Err(e) => {
             eprintln!("axum: cannot open the {} pool: {e}", cfg.db.as_str());
@@ -86,16 +91,7 @@ async fn run(cfg: Config) -> ExitCode {
         }
     };
 
-    let ping_body = serde_json::json!({
-        "server": cfg.server_id,
-        "database": cfg.db.as_str(),
-        "orm": false,
-    });
-    let state = Arc::new(AppState {
-        token: cfg.token.as_bytes().into(),
-        db,
-        ping_body: Bytes::from(serde_json::to_vec(&ping_body).unwrap_or_default()),
-    });
+    let state = Arc::new(AppState::new(&cfg, db));
 
     // No tracing/TraceLayer and no middleware at all: no per-request access log.
     // Each known path gets its own 405 fallback (like actix's per-resource
@@ -166,7 +162,10 @@ async fn run(cfg: Config) -> ExitCode {
     }
     // Persistent connections are closed at shutdown, not left to the OS (bounded:
     // a request aborted above may still hold a connection).
-    if tokio::time::timeout(POOL_CLOSE, state.db.close()).await.is_err() {
+    if tokio::time::timeout(POOL_CLOSE, state.db.close())
+        .await
+        .is_err()
+    {
         eprintln!("axum: the pool did not close within {POOL_CLOSE:?}");
     }
     code

@@ -29,7 +29,8 @@ pub struct Config {
     pub workers: usize,
     pub token: String,
     pub db: DbKind,
-    /// `BENCH_ORM=1`: the SeaORM variant (orm.rs) instead of raw sqlx queries (db.rs).
+    /// `BENCH_ORM=1`: the server's ORM variant instead of the raw sqlx queries (db.rs).
+    /// Always false for a server without one (`from_env` refuses `BENCH_ORM=1` there).
     pub orm: bool,
     pub db_host: String,
     pub db_port: u16,
@@ -62,8 +63,27 @@ fn parse_num<T: std::str::FromStr>(name: &str, default: &str) -> Result<T, Confi
         .map_err(|_| ConfigError(format!("{name}={raw:?} is not a valid number")))
 }
 
+/// `BENCH_ORM`: anything but a clear 0/1 is refused rather than silently run as the
+/// other variant, and so is 1 for a server that has no ORM variant (`orm_name` None),
+/// rather than report a variant it does not implement.
+fn parse_orm(raw: &str, server: &str, orm_name: Option<&str>) -> Result<bool, ConfigError> {
+    match (raw, orm_name) {
+        ("0" | "false" | "False", _) => Ok(false),
+        ("1" | "true" | "True", Some(_)) => Ok(true),
+        (other, Some(name)) => Err(ConfigError(format!(
+            "BENCH_ORM={other:?}: expected 0 (raw sqlx) or 1 ({name})"
+        ))),
+        (other, None) => Err(ConfigError(format!(
+            "BENCH_ORM={other:?}: {server} has no ORM variant"
+        ))),
+    }
+}
+
 impl Config {
-    pub fn from_env() -> Result<Config, ConfigError> {
+    /// `server`: the server's id, `BENCH_SERVER_ID`'s default. `orm_name`: the name of
+    /// the server's ORM variant (manifest `orm = [false, true]`), or `None` when it only
+    /// has the raw-driver variant (`orm = [false]`).
+    pub fn from_env(server: &str, orm_name: Option<&str>) -> Result<Config, ConfigError> {
         let db = match var_or("BENCH_DB", "none").to_ascii_lowercase().as_str() {
             "none" => DbKind::None,
             "postgres" | "postgresql" => DbKind::Postgres,
@@ -74,17 +94,7 @@ impl Config {
                 )))
             }
         };
-        // manifest: orm = [false, true]. Anything but a clear 0/1 is refused rather
-        // than silently run as the other variant.
-        let orm = match var_or("BENCH_ORM", "0").as_str() {
-            "0" | "false" | "False" => false,
-            "1" | "true" | "True" => true,
-            other => {
-                return Err(ConfigError(format!(
-                    "BENCH_ORM={other:?}: expected 0 (raw sqlx) or 1 (SeaORM)"
-                )))
-            }
-        };
+        let orm = parse_orm(&var_or("BENCH_ORM", "0"), server, orm_name)?;
         let workers: usize = parse_num("BENCH_WORKERS", "8")?;
         if workers == 0 {
             return Err(ConfigError("BENCH_WORKERS must be at least 1".into()));
@@ -95,7 +105,7 @@ impl Config {
         }
         let default_db_port = if db == DbKind::Mysql { "3306" } else { "5432" };
         Ok(Config {
-            server_id: var_or("BENCH_SERVER_ID", "actix-web"),
+            server_id: var_or("BENCH_SERVER_ID", server),
             host: var_or("BENCH_HOST", "127.0.0.1"),
             port: parse_num("BENCH_PORT", "8000")?,
             workers,
@@ -110,5 +120,27 @@ impl Config {
             db_password: env::var("BENCH_DB_PASSWORD").unwrap_or_default(),
             pool_size,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orm_flag() {
+        let orm = Some("SeaORM");
+        assert!(!parse_orm("0", "actix-web", orm).unwrap());
+        assert!(parse_orm("1", "actix-web", orm).unwrap());
+        assert!(parse_orm("True", "actix-web", orm).unwrap());
+        assert!(!parse_orm("false", "axum", None).unwrap());
+        assert_eq!(
+            parse_orm("yes", "actix-web", orm).unwrap_err().to_string(),
+            r#"BENCH_ORM="yes": expected 0 (raw sqlx) or 1 (SeaORM)"#
+        );
+        assert_eq!(
+            parse_orm("1", "axum", None).unwrap_err().to_string(),
+            r#"BENCH_ORM="1": axum has no ORM variant"#
+        );
     }
 }

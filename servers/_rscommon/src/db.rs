@@ -15,7 +15,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgSslMode};
 use sqlx::{Database, Pool};
 
 use crate::config::{Config, DbKind};
-use crate::handlers::UserStore;
+use crate::contract::UserStore;
 
 /// The contract's user object, exactly these keys. chrono serialises `DateTime<Utc>`
 /// as RFC 3339 with a `Z` offset (fractional seconds only when non-zero).
@@ -89,6 +89,7 @@ const MY_SELECT: &str =
 const MY_UPDATE: &str =
     "UPDATE users SET username = ?, email = ?, updated_at = UTC_TIMESTAMP(6) WHERE user_id = ?";
 
+/// The raw variant's store: the pool of the configured database, or none at all.
 pub enum Db {
     None,
     Postgres(PgPool),
@@ -115,8 +116,9 @@ fn pool_options<DB: Database>(size: u32) -> PoolOptions<DB> {
 
 /// Open every connection of the pool now, so no request pays for a connect and the
 /// budget is fully in use from the first request: acquire them all at once, then
-/// give them back. Connections are opened on the main runtime; all worker threads
-/// share this one pool.
+/// give them back. All worker threads share this one pool; its sockets belong to the
+/// runtime this runs on (actix-web: the main thread's; axum: the multi-threaded
+/// runtime's one I/O driver, which the worker threads poll).
 async fn open_all<DB: Database>(pool: &Pool<DB>, size: u32) -> Result<(), sqlx::Error> {
     let mut conns = Vec::with_capacity(size as usize);
     for _ in 0..size {
@@ -127,8 +129,9 @@ async fn open_all<DB: Database>(pool: &Pool<DB>, size: u32) -> Result<(), sqlx::
     Ok(())
 }
 
-/// The PostgreSQL connection settings, shared by the raw pool and the ORM's pool.
-pub(crate) fn pg_connect_options(cfg: &Config) -> PgConnectOptions {
+/// The PostgreSQL connection settings, shared by the raw pool and an ORM's pool.
+/// `application_name` names the server in pg_stat_activity.
+pub fn pg_connect_options(cfg: &Config, application_name: &str) -> PgConnectOptions {
     PgConnectOptions::new()
         .host(&cfg.db_host)
         .port(cfg.db_port)
@@ -137,11 +140,11 @@ pub(crate) fn pg_connect_options(cfg: &Config) -> PgConnectOptions {
         .database(&cfg.db_name)
         // No TLS backend is compiled in; say so rather than probe with SSLRequest.
         .ssl_mode(PgSslMode::Disable)
-        .application_name("webbench-actix")
+        .application_name(application_name)
 }
 
-/// The MySQL connection settings, shared by the raw pool and the ORM's pool.
-pub(crate) fn my_connect_options(cfg: &Config) -> MySqlConnectOptions {
+/// The MySQL connection settings, shared by the raw pool and an ORM's pool.
+pub fn my_connect_options(cfg: &Config) -> MySqlConnectOptions {
     MySqlConnectOptions::new()
         .host(&cfg.db_host)
         .port(cfg.db_port)
@@ -154,7 +157,7 @@ pub(crate) fn my_connect_options(cfg: &Config) -> MySqlConnectOptions {
 }
 
 /// A pool of exactly `size` connections, all of them open when this returns.
-pub(crate) async fn open_pool<DB: Database>(
+pub async fn open_pool<DB: Database>(
     opts: <DB::Connection as sqlx::Connection>::Options,
     size: u32,
 ) -> Result<Pool<DB>, sqlx::Error> {
@@ -163,11 +166,13 @@ pub(crate) async fn open_pool<DB: Database>(
     Ok(pool)
 }
 
-pub async fn connect(cfg: &Config) -> Result<Db, sqlx::Error> {
+/// The raw variant's store for `cfg.db` (`Db::None`, no connection, for `none`).
+pub async fn connect(cfg: &Config, application_name: &str) -> Result<Db, sqlx::Error> {
     match cfg.db {
         DbKind::None => Ok(Db::None),
         DbKind::Postgres => {
-            let pool: PgPool = open_pool(pg_connect_options(cfg), cfg.pool_size).await?;
+            let opts = pg_connect_options(cfg, application_name);
+            let pool: PgPool = open_pool(opts, cfg.pool_size).await?;
             Ok(Db::Postgres(pool))
         }
         DbKind::Mysql => {
@@ -187,6 +192,7 @@ impl Db {
     }
 
     /// One SELECT. `Ok(None)` when no row has this id.
+    #[inline]
     pub async fn get_user(&self, id: i32) -> Result<Option<User>, sqlx::Error> {
         match self {
             Db::None => Ok(None),
@@ -209,6 +215,7 @@ impl Db {
 
     /// One UPDATE (PostgreSQL: with RETURNING; MySQL: then one SELECT).
     /// `Ok(None)` when no row has this id.
+    #[inline]
     pub async fn update_user(
         &self,
         id: i32,

@@ -1,0 +1,17 @@
+//! What the Rust servers (servers/actix-web, servers/axum) share, so that each server
+//! keeps only its framework's code: routing, extractors, responses, runtime set-up.
+//!
+//! - [`config`]: the harness's `BENCH_*` environment variables.
+//! - [`contract`]: token check, user-id parsing, PATCH body validation, the `/plain/`,
+//!   `/to_json/`, user and error bodies, the order of the checks a user endpoint makes,
+//!   and [`contract::UserStore`], what a user endpoint needs from the database.
+//! - [`db`]: the sqlx pool (every connection opened at start-up) and the raw queries.
+//!
+//! Nothing here knows an HTTP framework: a server maps its request onto these functions
+//! and turns their `Result<body, Failure>` into its own response type. Everything on
+//! the request path is generic (monomorphised in the server's crate) or `#[inline]`,
+//! so a server compiles to what it did when this code was its own.
+
+pub mod config;
+pub mod contract;
+pub mod db;
