@@ -148,7 +148,7 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path):
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        runs = list(tmp_path.glob("*/results.json"))
+        runs = list(tmp_path.glob("*/*/results.json"))
         if runs:
             doc = json.loads(runs[0].read_text())
             if any(c["status"] == "ok" for c in doc["cases"]):
