@@ -2,6 +2,9 @@
 import csv
 import io
 import json
+from pathlib import Path
+
+import pytest
 
 from bench.report import formats, tables
 
@@ -68,3 +71,56 @@ def test_json_export_carries_every_row_with_its_reason(sample_doc):
     rows = data["tables"][0]["rows"]
     assert rows[0]["requests_per_sec"]["median"] == 9000
     assert rows[3]["status"] == "verification failed" and "username differs" in rows[3]["reason"]
+
+
+# ---------------------------------------------------------------- on a stored result file
+
+from bench.storage import results  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def stored():
+    doc = results.load(DATA / "results_v2.json")
+    return doc, tables.build_tables(doc)
+
+
+def test_markdown_of_a_stored_run_is_exactly_as_expected():
+    doc, built = stored()
+    assert formats.to_markdown(built, doc) == (DATA / "results_v2.tables.md").read_text()
+
+
+def test_csv_and_json_of_a_stored_run_parse_back_to_the_same_rows():
+    doc, built = stored()
+    rows = [r for t in built for r in t.rows]
+    parsed = list(csv.DictReader(io.StringIO(formats.to_csv(built, doc, ["relative"]))))
+    assert len(parsed) == len(rows)
+    for line, row in zip(parsed, rows):
+        assert (line["test_name"], line["webserver_name"], line["database"], line["orm"],
+                line["status"]) == (row.test, row.server, row.database, row.orm, row.status)
+        assert line["reason"] == (row.reason or "")
+        if row.ranked:
+            assert float(line["req/sec"]) == pytest.approx(row.rps.median)
+            assert float(line["latency_p99"]) == pytest.approx(row.latency_ms["p99"])
+            assert float(line["vs best"]) == pytest.approx(row.relative)
+        else:
+            assert line["req/sec"] == "" and line["latency_p50"] == ""
+    data = json.loads(formats.to_json(built, doc))
+    back = [r for t in data["tables"] for r in t["rows"]]
+    assert [(r["test"], r["server"], r["database"], r["orm"], r["status"], r["reason"],
+             r["requests_per_sec"]["median"], r["tie_with_row_above"]) for r in back] == \
+        [(r.test, r.server, r.database, r.orm, r.status, r.reason, r.rps.median, r.tie)
+         for r in rows]
+
+
+def test_extra_columns_on_request():
+    doc, built = stored()
+    md = formats.to_markdown(built, doc, ["errors", "spread", "cpu", "memory", "per-core",
+                                          "relative"])
+    header = next(line for line in md.splitlines() if line.startswith("| test_name"))
+    assert [c.strip() for c in header.split("|")[10:-1]] == [
+        "errors", "req/sec 95 % CI", "server cores", "server memory (PSS)",
+        "req per server CPU-s", "vs best"]
+    fast = next(line for line in md.splitlines() if line.startswith("| get user    | fast"))
+    cells = [c.strip() for c in fast.split("|")[10:-1]]
+    assert cells[0] == "0.000 %" and cells[2:] == ["1.00", "100 MiB", "1,000", "100.0 %"]
