@@ -68,6 +68,7 @@ def new_document(run_id: str, settings: dict, env: dict, load: dict) -> dict:
 
 
 _SCHEMAS: dict[int, dict] = {}
+_VALIDATORS: dict[int, jsonschema.protocols.Validator] = {}
 
 
 def schema(version: int = SCHEMA_VERSION) -> dict:
@@ -78,8 +79,14 @@ def schema(version: int = SCHEMA_VERSION) -> dict:
 
 
 def validate(doc: dict, version: int = SCHEMA_VERSION) -> None:
+    # one validator per version, built once: jsonschema.validate() would check the schema
+    # against its meta-schema on every call, which is most of the time of a save
+    if version not in _VALIDATORS:
+        cls = jsonschema.validators.validator_for(schema(version))
+        cls.check_schema(schema(version))
+        _VALIDATORS[version] = cls(schema(version))
     try:
-        jsonschema.validate(doc, schema(version))
+        _VALIDATORS[version].validate(doc)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise ResultsError(f"results.json does not match schema version {version} "
