@@ -104,18 +104,28 @@ func (a *app) userResponse(c *gin.Context, u *User, err error) {
 	}
 }
 
-func (a *app) getUser(c *gin.Context) {
+// userID runs the checks every user route makes, in the contract's order: the token
+// (401), a database (404 "no database"), then the id (404). ok is false when it has
+// already answered.
+func (a *app) userID(c *gin.Context) (id int32, ok bool) {
 	if !a.authorized(c) {
 		fail(c, http.StatusUnauthorized, errToken)
-		return
+		return 0, false
 	}
 	if a.store == nil {
 		fail(c, http.StatusNotFound, errNoDB)
-		return
+		return 0, false
 	}
-	id, ok := parseID(c.Param("id"))
+	id, ok = parseID(c.Param("id"))
 	if !ok {
 		fail(c, http.StatusNotFound, errNotFound)
+	}
+	return id, ok
+}
+
+func (a *app) getUser(c *gin.Context) {
+	id, ok := a.userID(c)
+	if !ok {
 		return
 	}
 	u, err := a.store.GetUser(a.ctx, id)
@@ -241,17 +251,8 @@ func parseUpdate(body []byte) (username, email string, err error) {
 }
 
 func (a *app) patchUser(c *gin.Context) {
-	if !a.authorized(c) {
-		fail(c, http.StatusUnauthorized, errToken)
-		return
-	}
-	if a.store == nil {
-		fail(c, http.StatusNotFound, errNoDB)
-		return
-	}
-	id, ok := parseID(c.Param("id"))
+	id, ok := a.userID(c)
 	if !ok {
-		fail(c, http.StatusNotFound, errNotFound)
 		return
 	}
 	// The body is read as bytes whatever its Content-Type, and parsed here.
