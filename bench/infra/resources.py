@@ -99,7 +99,10 @@ class ResourceSampler:
             group.max_processes = max(group.max_processes, seen)
             if not first:
                 group.cpu_s += delta
-                group.peak_cores = max(group.peak_cores, delta / dt)
+                # a short interval (the final reading right after the last tick) holds a
+                # whole tick of CPU-time rounding: no peak from it
+                if dt >= self.interval / 2:
+                    group.peak_cores = max(group.peak_cores, delta / dt)
             if memory and seen:
                 group.memory.append(mem_total)
                 group.memory_kind = "/".join(sorted(kinds))
