@@ -39,8 +39,8 @@ def throughput_chart(table: Table, doc: dict, path: Path) -> Path | None:
     if not rows:
         return None
     rows = rows[::-1]                       # barh draws bottom-up: best ends on top
-    height = 1.6 + 0.32 * len(rows)
-    fig, ax = plt.subplots(figsize=(9, height + 0.9))
+    total = 2.4 + 0.3 * len(rows)               # inches: bars + title, axis label, caption
+    fig, ax = plt.subplots(figsize=(9, total))
     medians = [r.rps.median for r in rows]
     low = [r.rps.median - (r.rps.ci_low if r.rps.ci_low is not None else r.rps.median)
            for r in rows]
@@ -57,7 +57,7 @@ def throughput_chart(table: Table, doc: dict, path: Path) -> Path | None:
     ax.set_xlabel("requests per second (median of the samples; whiskers: 95 % CI of the median)")
     ax.set_title(f"{table.title}: throughput", fontsize=11)
     ax.margins(x=0.18)
-    fig.subplots_adjust(left=0.3, bottom=0.9 / (height + 0.9) + 0.08, top=0.9)
+    fig.subplots_adjust(left=0.3, bottom=1.45 / total, top=1 - 0.45 / total)
     _caption(fig, header_sentence(doc) + " Grey bars: client-bound (the load generator "
              "limited the figure). ≈: statistical tie with the row above.")
     fig.savefig(path, dpi=DPI)
