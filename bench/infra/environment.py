@@ -129,8 +129,14 @@ def _python_requirements(path: Path) -> dict:
 
 
 def _cargo(folder: Path) -> dict:
-    manifest = tomllib.loads((folder / "Cargo.toml").read_text())
-    direct = set(manifest.get("dependencies", {}))
+    """The server's direct dependencies, and those of its path dependencies (a shared
+    crate such as servers/_rscommon), at the versions Cargo.lock pins."""
+    deps = tomllib.loads((folder / "Cargo.toml").read_text()).get("dependencies", {})
+    direct = set(deps)
+    for spec in deps.values():
+        if isinstance(spec, dict) and "path" in spec:
+            shared = tomllib.loads((folder / spec["path"] / "Cargo.toml").read_text())
+            direct |= set(shared.get("dependencies", {}))
     lock = tomllib.loads((folder / "Cargo.lock").read_text())
     return {p["name"]: p["version"] for p in lock.get("package", []) if p["name"] in direct}
 
@@ -138,6 +144,8 @@ def _cargo(folder: Path) -> dict:
 def _go(folder: Path) -> dict:
     out, block = {}, False
     for line in (folder / "go.mod").read_text().splitlines():
+        if "// indirect" in line:          # only what the server itself requires
+            continue
         line = line.split("//")[0].strip()
         if line.startswith("require ("):
             block = True

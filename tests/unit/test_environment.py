@@ -1,0 +1,23 @@
+"""The environment fingerprint: versions read from each server folder's lock files."""
+from bench.infra import environment
+from bench.paths import SERVERS_DIR
+
+
+def test_versions_come_from_lock_files_and_the_virtualenv():
+    axum = environment.server_versions(SERVERS_DIR / "axum")
+    assert axum["axum"].startswith("0.") and "sqlx" in axum      # sqlx via the shared crate
+    gin = environment.server_versions(SERVERS_DIR / "gin")
+    assert gin["github.com/gin-gonic/gin"].startswith("v1.")
+    assert "golang.org/x/net" not in gin                          # indirect: not the server's
+    assert environment.server_versions(SERVERS_DIR / "fastify")["fastify"].startswith("5.")
+    sanic = environment.server_versions(SERVERS_DIR / "sanic")
+    assert sanic["sanic"][0].isdigit() and "(pinned, not installed)" not in sanic["sanic"]
+
+
+def test_machine_id_is_stable_and_can_be_named(monkeypatch):
+    env = {"hostname": "box", "cpu_model": "x", "cpu_count": 2, "memory_gb": 4, "kernel": "6"}
+    first = environment.fingerprint(env)
+    assert first.startswith("box-") and first == environment.fingerprint(dict(env))
+    assert environment.fingerprint({**env, "cpu_count": 4}) != first
+    monkeypatch.setenv("BENCH_MACHINE_ID", "ci-runner-class")
+    assert environment.fingerprint(env) == "ci-runner-class"
