@@ -1,4 +1,4 @@
-"""Tests of bench/load.py and the wrk scripts.
+"""Tests of bench/load/wrk.py and the wrk scripts.
 
 The parser is tested on real wrk outputs recorded in tests/unit/data/wrk_*.txt.
 To re-record them (needs wrk; uses ports 20450-20454):
