@@ -111,7 +111,7 @@ def test_aa_thresholds_follow_the_noise():
     quiet = compare.aa_threshold([1000, 1001, 999, 1000, 1000], [1000, 1002, 998, 1001, 999])
     assert quiet == compare.CALIBRATION_FLOOR
     noisy = compare.aa_threshold([1000, 1200, 800, 1100, 900], [1000, 1150, 850, 1050, 950])
-    assert noisy > 0.15
+    assert noisy == pytest.approx(1.2533 * 0.1581 * (2 / 5) ** 0.5, rel=1e-3)
     assert compare.aa_threshold([1000], [1100]) == pytest.approx(0.15)
 
 
