@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from datetime import timezone
 from pathlib import Path
 
 from bench.analysis import judge, statistics
@@ -256,7 +257,6 @@ class Run:
 
     def _check_updates(self, endpoint: db.Endpoint, since, record: dict) -> None:
         """After `update user`: still exactly the contract's rows, and plausibly many updated."""
-        from datetime import timezone
         count = db.scalar(endpoint, "SELECT COUNT(*) FROM users")
         if since.tzinfo is None:          # MySQL: naive, in UTC
             since = since.replace(tzinfo=timezone.utc)

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from bench.core.settings import ORM_CHOICES, PRESET_FIELDS, PRESETS, TESTS, Settings, \
+from bench.core.settings import ORM_CHOICES, PRESETS, TESTS, Settings, \
     normalise_test
 from bench.paths import SERVERS_DIR
 
@@ -124,6 +124,3 @@ def settings_from(args: argparse.Namespace) -> Settings:
     s.servers_dirs = [SERVERS_DIR, *getattr(args, "servers_dir", [])]
     return s
 
-
-__all__ = ["add_selection", "add_server_settings", "add_databases", "add_load",
-           "settings_from", "csv_list", "PRESET_FIELDS"]

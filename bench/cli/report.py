@@ -69,7 +69,7 @@ def show_history(args: argparse.Namespace) -> int:
                      len(s.points), f"{last.median:,.0f}", steps])
         if args.charts:
             args.charts.mkdir(parents=True, exist_ok=True)
-            charts.history_chart(s, args.charts / f"{charts._slug(s.case_id)}.png", machine)
+            charts.history_chart(s, args.charts / f"{charts.slug(s.case_id)}.png", machine)
     print(f"# History of machine {machine}: {len(docs)} runs, {len(series)} cases\n")
     print(tabulate(rows, ["test", "variant", "runs", "last median req/s",
                           "changes of level (E-divisive)"], tablefmt="pipe",

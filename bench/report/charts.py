@@ -29,7 +29,7 @@ def _caption(fig, text: str) -> None:
              va="bottom", ha="left")
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
 
 
@@ -97,9 +97,9 @@ def run_charts(tables: list[Table], doc: dict, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for table in tables:
-        slug = _slug(table.title)
+        name = slug(table.title)
         for draw, kind in ((throughput_chart, "throughput"), (latency_chart, "latency")):
-            path = draw(table, doc, folder / f"{slug}-{kind}.png")
+            path = draw(table, doc, folder / f"{name}-{kind}.png")
             if path:
                 out.append(path)
     return out

@@ -73,7 +73,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path) -> str:
                  'intervals of the medians overlap). Rows that are not clean measurements '
                  'keep their place at the bottom with the reason.</p>')
     for table in tables:
-        slug = charts._slug(table.title)
+        slug = charts.slug(table.title)
         parts.append(f'<h2 id="{slug}">{html.escape(table.title)}</h2>')
         parts.append(_table_html(table))
         if table.notes:
