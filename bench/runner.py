@@ -15,8 +15,9 @@ from bench.core.plan import Case, Sample, databases_needed, schedule
 from bench.core.settings import Settings
 from bench.infra import databases, db, environment
 from bench.infra.lifecycle import running_server
-from bench.infra.resources import ResourceSampler
+from bench.infra.resources import ConnectionSpread, ResourceSampler
 from bench.infra.server import ServerError, ServerProcess, build
+from bench.infra.settle import settle
 from bench.infra.signals import sigterm_as_interrupt
 from bench.load import wrk
 from bench.report import formats, html, tables
@@ -186,7 +187,13 @@ class Run:
         check = verifier(self.settings.token) if (self.settings.verify and known is None) else None
         try:
             with running_server(v, self.settings, endpoint, log_path, verifier=check,
-                                overhead_s=record["overhead_s"]) as running:
+                                overhead_s=record["overhead_s"],
+                                settle_db=self._settler(endpoint)) as running:
+                if running.settled is not None:
+                    record["db_settle"] = running.settled.as_dict()
+                    if not running.settled.quiet:
+                        record["warnings"].append("the database was still busy when the "
+                                                  "sample started: " + running.settled.steps[-1])
                 if check is not None:
                     self._record_verification(v.key, running.verification)
                 if not self.doc["verification"].get(v.key, {"passed": True})["passed"]:
@@ -209,6 +216,12 @@ class Run:
             f.write(report.summary_text() + "\n\n")
         say(f"    verification: {'passed' if report.passed else 'FAILED: ' + report.reason}")
 
+    def _settler(self, endpoint: db.Endpoint | None):
+        if endpoint is None:
+            return None
+        return lambda: settle(endpoint, lambda: self.provider.pids(endpoint.engine)
+                              if self.provider is not None else [])
+
     def _resource_groups(self, server: ServerProcess, database: str, wrk_pid: list[int]):
         groups = {"server": server.pids, "client": lambda: wrk_pid[:1]}
         if database != "none" and self.provider is not None and self.provider.pids(database):
@@ -227,7 +240,9 @@ class Run:
             record["warmup"] = wrk.run_wrk(case.test, server.base_url, warm, s.warmup).summary
         wrk_pid: list[int] = []
         sampler = ResourceSampler(self._resource_groups(server, case.variant.database, wrk_pid))
-        with sampler:
+        # where the client connections are, half-way through the measured window
+        spread = ConnectionSpread(server, at_s=s.duration / 2)
+        with sampler, spread:
             result = wrk.run_wrk(case.test, server.base_url, load, s.duration,
                                  on_start=wrk_pid.append)
         record["summary"] = result.summary
@@ -240,8 +255,13 @@ class Run:
         # readings, and not at all after it exits
         figures["client"].update(cpu_s=round(result.client_cpu_s, 3),
                                  mean_cores=round(result.client_cpu_s / max(result.wall_s, 1e-6), 3))
-        record["server_process"] = {"workers": s.workers, "pool_size": server.pool_size,
-                                    "concurrency": case.variant.server.concurrency}
+        record["server_process"] = {
+            "workers": s.workers, "pool_size": server.pool_size,
+            "concurrency": case.variant.server.concurrency,
+            "db_budget": server.budget.as_dict() if server.budget else None,
+            # counted by the database while the server still holds its pools
+            "db_connections_seen": db.server_connections(endpoint) if endpoint else None,
+            "client_connections": spread.figures()}
         if not server.alive():
             record.update(status=results.FAILED,
                           reason=f"server exited during the run (code {server.proc.returncode})")

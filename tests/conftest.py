@@ -22,12 +22,18 @@ TEST_SERVER_PORT = int(os.environ.get("BENCH_TEST_SERVER_PORT", 19080))
 
 
 @pytest.fixture(scope="session")
-def databases():
-    """{engine: Endpoint} of two real database servers with the contract's table."""
+def database_provider():
+    """Two real database servers (PostgreSQL, MariaDB) with the contract's table."""
     provider = provision.LocalProvider(["postgres", "mysql"], TEST_PORTS)
     endpoints = provider.start()
-    yield endpoints
+    yield provider, endpoints
     provider.stop()
+
+
+@pytest.fixture(scope="session")
+def databases(database_provider):
+    """{engine: Endpoint} of the session's database servers."""
+    return database_provider[1]
 
 
 @pytest.fixture(params=["postgres", "mysql"])

@@ -22,6 +22,9 @@ CLIENT_SATURATION = 0.90
 # or more of all the CPU the test used (server + database + wrk) takes cores the server
 # would otherwise have had: the figure measures the pair, not the server.
 CLIENT_CPU_SHARE = 1 / 3
+# A worker holding this many times its fair share of the client connections (connections
+# / workers) serves them from one core and one pool while others idle: its requests queue.
+SPREAD_FACTOR = 2.0
 
 
 @dataclass
@@ -114,11 +117,43 @@ def judge(summary: dict, *, connections: int, threads: int, client_cpu_s: float,
     return Verdict(valid, reason, warnings, figures)
 
 
+def budget_problem(process: dict) -> str | None:
+    """More DB connections seen by the database than the server's budget: an advantage
+    the other servers were not given."""
+    budget, seen = process.get("db_budget"), process.get("db_connections_seen")
+    if budget is None or seen is None or seen <= budget["total"]:
+        return None
+    return (f"the database saw {seen} connections from the server after the run, over its "
+            f"budget of {budget['total']}")
+
+
+def spread_warning(process: dict) -> str | None:
+    """A worker process holding SPREAD_FACTOR x its fair share of the client connections."""
+    spread = process.get("client_connections") or {}
+    counts = spread.get("per_worker")
+    if not counts or not spread.get("total"):
+        return None
+    fair = spread["total"] / len(counts)
+    if spread["max"] < SPREAD_FACTOR * fair:
+        return None
+    return (f"client connections spread unevenly over the {len(counts)} worker processes: "
+            f"{spread['max']} on the busiest, {spread['min']} on the idlest, "
+            f"{fair:.0f} would be even")
+
+
 def judge_sample(sample: dict, threshold: float) -> Verdict:
     """`judge` on a stored sample record (schema 2)."""
     wrk = sample["wrk"]
     resources = sample.get("resources") or {}
-    return judge(sample["summary"], connections=wrk["connections"], threads=wrk["threads"],
-                 client_cpu_s=wrk["client_cpu_s"], wall_s=wrk["wall_s"], threshold=threshold,
-                 server_cpu_s=(resources.get("server") or {}).get("cpu_s"),
-                 database_cpu_s=(resources.get("database") or {}).get("cpu_s"))
+    verdict = judge(sample["summary"], connections=wrk["connections"], threads=wrk["threads"],
+                    client_cpu_s=wrk["client_cpu_s"], wall_s=wrk["wall_s"],
+                    threshold=threshold,
+                    server_cpu_s=(resources.get("server") or {}).get("cpu_s"),
+                    database_cpu_s=(resources.get("database") or {}).get("cpu_s"))
+    process = sample.get("server_process") or {}
+    over_budget, uneven = budget_problem(process), spread_warning(process)
+    if over_budget and verdict.valid:
+        verdict.valid, verdict.reason = False, over_budget
+    if uneven:
+        verdict.warnings.append(uneven)
+    return verdict

@@ -5,12 +5,12 @@ from __future__ import annotations
 import shlex
 import time
 
-from bench.core.manifest import ServerSpec
+from bench.core.manifest import BudgetError, ServerSpec
 from bench.core.plan import Variant
 from bench.core.settings import SelectionError, Settings
 from bench.infra import databases
 from bench.infra.lifecycle import running_server
-from bench.infra.server import ServerError, build
+from bench.infra.server import ServerError, build, db_budget
 from bench.infra.signals import sigterm_as_interrupt
 from bench.paths import CACHE_DIR
 
@@ -41,6 +41,10 @@ def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, data
         raise SelectionError(f"{server_id} has no {database}/{'orm' if orm else 'raw'} "
                              f"variant; valid: {valid}, --db none")
     variant = Variant(spec, database, orm and database != "none")
+    try:
+        db_budget(spec, settings, database)
+    except BudgetError as exc:
+        raise SelectionError(str(exc)) from None
     provider, endpoint = None, None
     try:
         with sigterm_as_interrupt():

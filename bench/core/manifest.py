@@ -5,6 +5,7 @@ the rest of the harness sees `ServerSpec` objects and never names a framework.
 """
 from __future__ import annotations
 
+import re
 import signal
 import tomllib
 from dataclasses import dataclass, field
@@ -14,10 +15,40 @@ from bench.paths import SERVERS_DIR
 
 KNOWN_DATABASES = ("postgres", "mysql")
 CONCURRENCY = ("processes", "threads")
+WORKER_COUNTS = ("processes", "threads", "none")
 
 
 class ManifestError(ValueError):
     pass
+
+
+class BudgetError(ValueError):
+    """The DB connection budget cannot be split exactly over a server's processes."""
+
+
+@dataclass(frozen=True)
+class DbBudget:
+    """How a server's DB connections are allotted: `per_process` in each of `processes`."""
+    total: int
+    processes: int
+    per_process: int
+
+    def as_dict(self) -> dict:
+        return {"total": self.total, "processes": self.processes, "per_process": self.per_process}
+
+
+@dataclass(frozen=True)
+class WorkerCheck:
+    """What the harness counts in a started server's process tree to see W workers.
+
+    processes: descendant processes (not the root) whose command line (or, with
+        match_in = "environment", one of whose environment lines) matches `match`;
+    threads: threads of the tree whose name (/proc/<pid>/task/<tid>/comm) matches `match`;
+    none: not countable from outside (`reason` says why, and the results say it too)."""
+    count: str
+    match: str = ""
+    reason: str = ""
+    match_in: str = "command"          # processes: "command" | "environment"
 
 
 # eq=False: a spec is loaded once per run and compared by identity, which also makes
@@ -37,15 +68,37 @@ class ServerSpec:
     ready_timeout: float = 60.0
     notes: dict = field(default_factory=dict)
     stop_signal: str = "SIGTERM"     # sent to the whole process group to stop the server
+    worker_check: WorkerCheck = WorkerCheck("processes", ".")
 
     def variants(self) -> list[tuple[str, bool]]:
         """(database, orm) pairs the server supports, in manifest order."""
         return [(d, o) for d in self.databases for o in self.orm]
 
+    def processes(self, workers: int) -> int:
+        """Processes that each hold a pool of their own."""
+        return workers if self.concurrency == "processes" else 1
+
+    def budget(self, total: int, workers: int) -> DbBudget:
+        """The budget split exactly over the processes, or BudgetError: an uneven split
+        would silently drop connections (32 over 10 is 3 each, 30 in all), and a budget
+        below the process count would silently exceed it (every pool needs one)."""
+        processes = self.processes(workers)
+        if total < processes:
+            raise BudgetError(
+                f"--db-connections {total} is less than {self.id}'s {processes} worker "
+                f"processes, each of which needs a pool of at least one connection: use "
+                f"--db-connections {processes} or more, or fewer --workers")
+        if total % processes:
+            lower, upper = total - total % processes, total + processes - total % processes
+            raise BudgetError(
+                f"--db-connections {total} does not split evenly over {self.id}'s "
+                f"{processes} worker processes ({total // processes} each would open only "
+                f"{lower}): use a multiple of {processes}, such as {lower} or {upper}")
+        return DbBudget(total, processes, total // processes)
+
     def pool_size(self, budget: int, workers: int) -> int:
-        """DB connections per process: the budget split evenly over the processes."""
-        processes = workers if self.concurrency == "processes" else 1
-        return max(1, budget // processes)
+        """DB connections per process (see `budget`)."""
+        return self.budget(budget, workers).per_process
 
 
 def _require(data: dict, key: str, kind: type, path: Path):
@@ -60,6 +113,32 @@ def _stop_signal(name: str, path: Path) -> str:
     if not isinstance(name, str) or not isinstance(getattr(signal, name, None), signal.Signals):
         raise ManifestError(f"{path}: stop_signal {name!r} is not a signal name such as SIGTERM")
     return name
+
+
+def _worker_check(data: dict, concurrency: str, path: Path) -> WorkerCheck:
+    """[workers] count/match/reason; by default a process server's every descendant
+    process is a worker, and a threaded server must say which threads are."""
+    table = data.get("workers", {})
+    if not isinstance(table, dict):
+        raise ManifestError(f"{path}: [workers] must be a table")
+    count = table.get("count", concurrency)
+    if count not in WORKER_COUNTS:
+        raise ManifestError(f"{path}: [workers] count must be one of {WORKER_COUNTS}")
+    match, reason = str(table.get("match", "." if count == "processes" else "")), \
+        str(table.get("reason", ""))
+    if count == "threads" and not match:
+        raise ManifestError(f"{path}: [workers] count = 'threads' needs 'match', a regular "
+                            "expression for the worker threads' names")
+    if count == "none" and not reason:
+        raise ManifestError(f"{path}: [workers] count = 'none' needs a 'reason'")
+    try:
+        re.compile(match)
+    except re.error as exc:
+        raise ManifestError(f"{path}: [workers] match {match!r}: {exc}") from exc
+    match_in = table.get("match_in", "command")
+    if match_in not in ("command", "environment"):
+        raise ManifestError(f"{path}: [workers] match_in must be 'command' or 'environment'")
+    return WorkerCheck(count, match, reason, match_in)
 
 
 def load_manifest(folder: Path) -> ServerSpec:
@@ -91,6 +170,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         ready_timeout=float(data.get("ready_timeout", 60)),
         notes=data.get("notes", {}),
         stop_signal=_stop_signal(data.get("stop_signal", "SIGTERM"), path),
+        worker_check=_worker_check(data, concurrency, path),
     )
 
 

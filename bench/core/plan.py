@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from bench.core.manifest import KNOWN_DATABASES, ServerSpec
-from bench.core.settings import DB_TESTS, NO_DB_TESTS, Settings, validate
+from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
+from bench.core.settings import DB_TESTS, NO_DB_TESTS, SelectionError, Settings, validate
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,18 @@ def plan(settings: Settings, specs: dict[str, ServerSpec]) -> list[Case]:
                           for t in DB_TESTS if t in settings.tests]
         cases += [Case(Variant(spec, "none", False), t, load)
                   for t in NO_DB_TESTS if t in settings.tests]
+    check_budgets(settings, cases)
     return cases
+
+
+def check_budgets(settings: Settings, cases: list[Case]) -> None:
+    """Refuse, before anything starts, a DB budget a selected server cannot split exactly."""
+    for spec in {c.variant.server.id: c.variant.server for c in cases
+                 if c.variant.database != "none"}.values():
+        try:
+            spec.budget(settings.db_connections, settings.workers)
+        except BudgetError as exc:
+            raise SelectionError(str(exc)) from None
 
 
 def schedule(cases: list[Case], repeat: int, seed: int) -> list[Sample]:

@@ -53,13 +53,19 @@ def endpoint_from_dsn(engine: str, dsn: str) -> Endpoint:
     )
 
 
+# PostgreSQL sessions the harness opens carry this name, so that counting a server's
+# connections (`server_connections`) leaves the harness's own out.
+HARNESS_APPLICATION = "webbench-harness"
+
+
 def connect(ep: Endpoint, *, database: str | None = None, autocommit: bool = True):
     """A DB-API connection (psycopg 3 or PyMySQL); the caller closes it."""
     name = ep.name if database is None else database
     if ep.engine == "postgres":
         import psycopg
         return psycopg.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
-                               dbname=name, autocommit=autocommit, connect_timeout=5)
+                               dbname=name, autocommit=autocommit, connect_timeout=5,
+                               application_name=HARNESS_APPLICATION)
     import pymysql
     conn = pymysql.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
                            database=name, autocommit=autocommit, connect_timeout=5,
@@ -123,3 +129,17 @@ def scalar(ep: Endpoint, sql: str, params: tuple = ()):
         cur.execute(sql, params)
         row = cur.fetchone()
         return None if row is None else row[0]
+
+
+def server_connections(ep: Endpoint) -> int:
+    """Client sessions open on the benchmark database as its user, other than the
+    harness's own: what the server under test really holds, counted by the database."""
+    if ep.engine == "postgres":
+        return int(scalar(ep, "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
+                              "AND usename = %s AND backend_type = 'client backend' "
+                              "AND application_name <> %s AND pid <> pg_backend_pid()",
+                          (ep.name, ep.user, HARNESS_APPLICATION)))
+    # MySQL / MariaDB: only this query's own connection is the harness's at this point
+    return int(scalar(ep, "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+                          "WHERE DB = %s AND USER = %s AND ID <> CONNECTION_ID()",
+                      (ep.name, ep.user)))

@@ -139,6 +139,42 @@ class LocalHost:
         except psutil.Error:
             return []
 
+    def thread_names(self, pid: int) -> list[str]:
+        """The names of a process's threads (what `ps -L` and `top -H` show), [] once gone."""
+        names = []
+        for task in Path(f"/proc/{pid}/task").glob("*/comm"):
+            try:
+                names.append(task.read_text().rstrip("\n"))
+            except OSError:
+                continue
+        return names
+
+    def command_line(self, proc: psutil.Process) -> str:
+        try:
+            return " ".join(proc.cmdline())
+        except psutil.Error:
+            return ""
+
+    def environment(self, proc: psutil.Process) -> list[str]:
+        """A process's environment as NAME=value lines ([] when unreadable)."""
+        try:
+            return [f"{k}={v}" for k, v in proc.environ().items()]
+        except psutil.Error:
+            return []
+
+    def connections_on_port(self, procs: list[psutil.Process], port: int) -> dict[int, int]:
+        """Established TCP connections each process holds on local `port` (a server's
+        accepted client connections), by pid."""
+        counts = {}
+        for proc in procs:
+            try:
+                conns = proc.net_connections(kind="tcp")
+            except psutil.Error:
+                continue
+            counts[proc.pid] = sum(1 for c in conns if c.laddr and c.laddr.port == port
+                                   and c.status == psutil.CONN_ESTABLISHED)
+        return counts
+
     def read(self, proc: psutil.Process, memory: bool) -> ProcessFigures | None:
         """CPU seconds so far and (when `memory`) proportional memory, or None once gone.
 

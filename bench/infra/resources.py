@@ -124,3 +124,51 @@ class ResourceSampler:
         out["window_s"] = round(wall, 3)
         out["readings"] = self.readings
         return out
+
+
+class ConnectionSpread:
+    """How the client's connections are spread over a server's worker processes, read
+    once, `at_s` into the measured window (a context manager around it).
+
+    A multi-process server whose workers share one listening socket may let one worker
+    accept far more than its share of wrk's connections at start; that worker's requests
+    then queue for its CPU and its pool while others idle, which shows up as tail latency
+    that measures the configuration, not the framework."""
+
+    def __init__(self, server, at_s: float, host: LocalHost = LOCAL):
+        self.server, self.host = server, host
+        self._timer = threading.Timer(at_s, self._read)
+        self._timer.daemon = True
+        self.per_process: dict[int, int] | None = None
+        self.total: int | None = None
+
+    def __enter__(self) -> "ConnectionSpread":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        self._timer.join(timeout=5)
+
+    def _read(self) -> None:
+        port = self.server.settings.port
+        try:
+            if self.server.spec.worker_check.count == "processes":
+                self.per_process = self.host.connections_on_port(
+                    self.server.worker_processes(), port)
+                self.total = sum(self.per_process.values())
+            else:
+                tree = self.host.tree(self.server.proc.pid)
+                self.total = sum(self.host.connections_on_port(tree, port).values())
+        except Exception:  # noqa: BLE001 - a figure missing, never a sample lost
+            self.per_process = self.total = None
+
+    def figures(self) -> dict | None:
+        """{total, per_worker (sorted, largest first), min, max} or None if not read."""
+        if self.total is None:
+            return None
+        if self.per_process is None:
+            return {"total": self.total, "per_worker": None, "min": None, "max": None}
+        counts = sorted(self.per_process.values(), reverse=True)
+        return {"total": self.total, "per_worker": counts,
+                "min": min(counts, default=0), "max": max(counts, default=0)}

@@ -3,6 +3,7 @@ asked for, list its processes, stop its whole process group."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -41,12 +42,26 @@ def log_tail(path: Path | None, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def db_budget(spec: manifest.ServerSpec, settings: Settings,
+              database: str) -> manifest.DbBudget | None:
+    """The exact split of the DB budget (BudgetError if there is none); None without a
+    database, where no pool is opened and any budget will do."""
+    if database == "none":
+        return None
+    return spec.budget(settings.db_connections, settings.workers)
+
+
+def pool_size(spec: manifest.ServerSpec, settings: Settings, database: str) -> int:
+    budget = db_budget(spec, settings, database)
+    return budget.per_process if budget else 1
+
+
 def template_values(spec: manifest.ServerSpec, settings: Settings, database: str) -> dict:
     return {
         "python": sys.executable, "dir": str(spec.dir), "servers_dir": str(spec.dir.parent),
         "cache_dir": str(CACHE_DIR), "host": settings.host, "port": str(settings.port),
         "workers": str(settings.workers), "db": database,
-        "pool_size": str(spec.pool_size(settings.db_connections, settings.workers)),
+        "pool_size": str(pool_size(spec, settings, database)),
     }
 
 
@@ -86,7 +101,8 @@ class ServerProcess:
         self.host = host
         self.spec = variant.server
         self.proc = None                 # subprocess.Popen once started
-        self.pool_size = self.spec.pool_size(settings.db_connections, settings.workers)
+        self.budget = db_budget(self.spec, settings, variant.database)
+        self.pool_size = pool_size(self.spec, settings, variant.database)
         self._tree: dict[int, psutil.Process] = {}
 
     @property
@@ -155,6 +171,24 @@ class ServerProcess:
         for p in self.host.tree(self.proc.pid):
             self._tree.setdefault(p.pid, p)
         return [p for p in self._tree.values() if p.is_running()]
+
+    def worker_processes(self) -> list[psutil.Process]:
+        """The tree's worker processes as the manifest's [workers] table describes them
+        (for a server whose workers are processes)."""
+        check = self.spec.worker_check
+        pattern = re.compile(check.match or ".")
+
+        def texts(proc):
+            return self.host.environment(proc) if check.match_in == "environment" \
+                else [self.host.command_line(proc)]
+        return [p for p in self.host.tree(self.proc.pid)[1:]
+                if any(pattern.search(t) for t in texts(p))]
+
+    def worker_threads(self) -> list[str]:
+        """The names of the tree's worker threads (for a server whose workers are threads)."""
+        pattern = re.compile(self.spec.worker_check.match or ".")
+        return [n for p in self.host.tree(self.proc.pid) for n in self.host.thread_names(p.pid)
+                if pattern.search(n)]
 
     def pids(self) -> list[int]:
         """Every process of the server's tree running now (for the resource sampler)."""

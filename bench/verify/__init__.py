@@ -1,15 +1,27 @@
-"""Verification: the contract check (`contract`) and statements per request (`querycount`)."""
+"""Verification of a started server: its workers (`workers`), the contract over HTTP
+(`contract`), statements per request (`querycount`) and the DB connections it holds
+(`connections`)."""
 from __future__ import annotations
 
 from typing import Callable
 
 
 def verifier(token: str) -> Callable:
-    """A check for `running_server`: verify the started server against the contract."""
-    from bench.verify.contract import verify_server
+    """A check for `running_server`: verify the started server, one report."""
+    from bench.verify.connections import check_connections
+    from bench.verify.contract import guarded, verify_server
+    from bench.verify.workers import check_workers
 
     def check(server):
         v = server.variant
-        return verify_server(server.base_url, server_id=v.server.id, database=v.database,
-                             orm=v.orm, token=token, endpoint=server.endpoint)
+        workers = guarded("workers", lambda: [check_workers(server)])
+        report = verify_server(server.base_url, server_id=v.server.id, database=v.database,
+                               orm=v.orm, token=token, endpoint=server.endpoint)
+        report.checks[:0] = workers
+        if server.endpoint is not None:
+            def connections():
+                found, report.connections = check_connections(server)
+                return [found]
+            report.checks += guarded("DB connections", connections)
+        return report
     return check

@@ -28,7 +28,10 @@ FIXED_IDS = (1, 10, 42, 9999, 10000)
 RANDOM_IDS = 3
 MISSING_IDS = ("0", str(ROW_COUNT + 1), "99999999999", "abc", "-1")
 NOISE = 0.05                 # counts may be off by 5% of the burst (server-wide counters)
-TX_TOLERANCE = 3             # BEGIN/COMMIT/ROLLBACK/SAVEPOINT/SET per request, ORM variants
+# BEGIN/COMMIT/ROLLBACK/SAVEPOINT/SET per request an ORM variant may send (an ORM's
+# session or pool often wraps or resets; it is part of what using the ORM costs, and the
+# figures are in the verification report). Raw variants may send none.
+TX_TOLERANCE = 3
 MEASURE_ATTEMPTS = 3         # a too-high count is re-measured: other clients only add noise
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 MAX_DETAIL = 600
@@ -49,6 +52,7 @@ class Report:
     orm: bool
     checks: list[Check] = field(default_factory=list)
     queries: dict = field(default_factory=dict)
+    connections: dict = field(default_factory=dict)   # DB budget and the count seen
 
     @property
     def failures(self) -> list[Check]:
@@ -72,7 +76,8 @@ class Report:
     def to_dict(self) -> dict:
         return {"server_id": self.server_id, "database": self.database, "orm": self.orm,
                 "passed": self.passed, "reason": self.reason,
-                "checks": [asdict(c) for c in self.checks], "queries": self.queries}
+                "checks": [asdict(c) for c in self.checks], "queries": self.queries,
+                "connections": self.connections}
 
     def summary_text(self) -> str:
         failed, warned = len(self.failures), sum(
@@ -447,9 +452,9 @@ ALLOWED = {"get user": {"select": (1, 1), "update": (0, 0)},
            "update user": {"select": (0, 1), "update": (1, 1)}}
 
 
-def count_problems(test: str, per: querycount.Counts, orm: bool) -> tuple[list[str], list[str]]:
-    """(errors, warnings) for one measured test, with NOISE slack either way."""
-    errors, warnings = [], []
+def count_problems(test: str, per: querycount.Counts, orm: bool) -> list[str]:
+    """What breaks the statement rules in one measured test, with NOISE slack either way."""
+    errors = []
     for kind, (low, high) in ALLOWED[test].items():
         value = getattr(per, kind)
         allows = f"{low}" if low == high else f"{low} to {high}"
@@ -458,13 +463,20 @@ def count_problems(test: str, per: querycount.Counts, orm: bool) -> tuple[list[s
         elif value < low - NOISE:
             errors.append(f"does {round(value, 2)} {kind.upper()} per {test}, contract requires {allows} "
                           "(answers without asking the database?)")
+    if per.other > NOISE:
+        errors.append(f"does {round(per.other, 2)} other statements per {test} (statements "
+                      "that do not name the users table, such as a SELECT 1 pre-ping or a "
+                      "session reset), contract allows 0")
     tx = per.transaction
-    if tx is not None and tx > TX_TOLERANCE + NOISE:
-        errors.append(f"does {round(tx, 2)} transaction statements per {test}, tolerance {TX_TOLERANCE}")
-    elif tx is not None and not orm and tx > NOISE:
-        warnings.append(f"raw driver does {round(tx, 2)} transaction statements per {test} "
-                        f"(tolerated up to {TX_TOLERANCE})")
-    return errors, warnings
+    if tx is not None and not orm and tx > NOISE:
+        # a raw driver in autocommit sends exactly the contract's statements; BEGIN/COMMIT
+        # around them is work the other raw variants do not do
+        errors.append(f"raw driver does {round(tx, 2)} transaction statements per {test} "
+                      "(BEGIN/COMMIT/SET...), a raw variant is allowed none")
+    elif tx is not None and tx > TX_TOLERANCE + NOISE:
+        errors.append(f"does {round(tx, 2)} transaction statements per {test}, ORM tolerance "
+                      f"{TX_TOLERANCE}")
+    return errors
 
 
 def measure_test(counter, make_burst: Callable[[list[str]], Callable[[], int]],
@@ -481,7 +493,7 @@ def measure_test(counter, make_burst: Callable[[list[str]], Callable[[], int]],
             continue
         if best is None or window.totals.total() < best.totals.total():
             best = window
-        errors, _ = count_problems(test, best.per_request(), orm)
+        errors = count_problems(test, best.per_request(), orm)
         if not errors or any("requires" in e for e in errors):   # too few is never noise
             break
     if best is None:
@@ -512,10 +524,11 @@ def count_check(test: str, window: querycount.Window, failures: list[str], attem
     name = f"queries per {test}"
     per = window.per_request()
     measured = (f"{round(per.select, 2)} SELECT, {round(per.update, 2)} UPDATE, "
+                f"{round(per.other, 2)} other, "
                 + ("? " if per.transaction is None else f"{round(per.transaction, 2)} ")
                 + f"transaction statements per request over {window.requests} requests "
                 f"({window.method}; tolerance ±{NOISE:.0%} of the burst, transaction statements "
-                f"up to {TX_TOLERANCE}/request"
+                + (f"up to {TX_TOLERANCE}/request" if orm else "none (raw driver)")
                 + (f"; best of {attempts} attempts" if attempts > 1 else "") + ")")
     if failures:
         return Check(name, False, f"{len(failures)} of {window.requests} burst requests failed, "
@@ -523,11 +536,9 @@ def count_check(test: str, window: querycount.Window, failures: list[str], attem
     if not window.valid:
         return Check(name, False, "database counters went backwards during the burst "
                                   "(reset by someone else?); cannot count")
-    errors, warnings = count_problems(test, per, orm)
+    errors = count_problems(test, per, orm)
     if errors:
         return Check(name, False, "; ".join(errors) + f" [{measured}]")
-    if warnings:
-        return Check(name, False, "; ".join(warnings) + f" [{measured}]", "warning")
     return Check(name, True, measured + (f"; {window.note}" if window.method == "pg_stat_database" else ""))
 
 

@@ -9,6 +9,12 @@ verification counts the work behind a burst of requests, on the database itself:
   session control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET, ...) is counted apart.
   We diff two snapshots instead of calling `pg_stat_statements_reset()`: the result is
   the same, and resetting a shared server's statistics is a side effect nobody asked for.
+  Blind spot (measured on PostgreSQL 15): a *utility* statement (BEGIN, COMMIT, SET)
+  that a driver prepares and executes again through the extended protocol is counted at
+  its first execution only (pg_stat_statements zeroes the cached plan's query id), so a
+  raw driver preparing its BEGIN/COMMIT would pass unseen here; sent as simple queries
+  (asyncpg's and psycopg's transaction(), SQLAlchemy, Django) they are counted.
+  Plannable statements (SELECT 1, UPDATE, ...) are counted however they are sent.
 - PostgreSQL without the extension: `pg_stat_database` transaction counters and the
   `users` table's scan/update counters from `pg_stat_user_tables`. Those are flushed
   by backends lazily (up to ~10 s on PostgreSQL 15), so this waits, and it is only an

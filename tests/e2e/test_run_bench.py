@@ -63,7 +63,24 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
             if case["database"] != "none":
                 assert sample["resources"]["database"]["cpu_s"] > 0
             assert sample["overhead_s"]["total"] > 0
+            process = sample["server_process"]
+            if case["database"] != "none":
+                processes = 8 if case["server"] == "fastapi" else 1
+                assert process["db_budget"] == {"total": 32, "processes": processes,
+                                                "per_process": 32 // processes}
+                assert process["db_connections_seen"] == 32       # counted by the database
+                assert sample["db_settle"]["quiet"] and sample["db_settle"]["seconds"] > 0
+            spread = process["client_connections"]
+            assert spread["total"] == 16, spread
+            if case["server"] == "fastapi":
+                assert len(spread["per_worker"]) == 8 and sum(spread["per_worker"]) == 16
     assert all(r["passed"] for r in doc["verification"].values())
+    for key, report in doc["verification"].items():
+        workers = next(c for c in report["checks"] if c["name"] == "workers")
+        kind = "worker threads" if key.startswith("actix-web") else "worker processes"
+        assert workers["passed"] and workers["detail"].startswith(f"8 {kind}"), workers
+        if not key.endswith("none/raw"):
+            assert report["connections"]["seen"] == 32
     assert "fastapi" in doc["servers"]["fastapi"]["versions"]
     assert "actix-web" in doc["servers"]["actix-web"]["versions"]
     assert doc["environment"]["cpus_usable"] >= 1 and doc["environment"]["git"]["commit"]
@@ -118,6 +135,15 @@ def test_unknown_names_exit_2_and_list_valid_ones(tmp_path):
     assert "unknown server 'nginx'; valid:" in out.stderr and "actix-web" in out.stderr
     out = run_bench("--tests", "delete_user", "--results-dir", str(tmp_path))
     assert out.returncode == 2 and "valid: get user, update user, plain, to json" in out.stderr
+
+
+def test_a_db_budget_that_does_not_split_is_refused_before_anything_starts(tmp_path):
+    out = run_bench("--servers", "fastapi", "--db-connections", "30", "--results-dir",
+                    str(tmp_path), *PORTS)
+    assert out.returncode == 2, out.stderr
+    assert ("--db-connections 30 does not split evenly over fastapi's 8 worker processes "
+            "(3 each would open only 24): use a multiple of 8, such as 24 or 32") in out.stderr
+    assert not list(tmp_path.iterdir())             # refused before any run folder
 
 
 def test_missing_wrk_says_how_to_install_it(tmp_path):

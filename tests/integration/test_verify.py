@@ -218,3 +218,68 @@ def test_classify_statements():
     assert c("SELECT pg_advisory_unlock_all()") == "other"
     assert c("INSERT INTO users_seed SELECT 1") == "other"
     assert c("SELECT calls FROM pg_stat_statements WHERE query ~ $1") is None
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mysql"])
+def test_select_one_before_every_query_fails_on_both_databases(engine, endpoints):
+    """A pool's pre-ping is work the contract does not allow: MySQL counts it as a
+    SELECT, PostgreSQL as a statement that does not name the users table."""
+    report = run_verify("select_one", engine, endpoints)
+    assert {c.name for c in report.failures} == {"queries per get user", "queries per update user"}, \
+        report.summary_text()
+    detail = failed(report, "queries per get user")[0].detail
+    if engine == "postgres":
+        assert "does 1.0 other statements per get user" in detail, detail
+        assert report.queries["get user"]["per_request"]["other"] == pytest.approx(1, abs=0.05)
+    else:
+        assert "does 2.0 SELECT per get user, contract allows 1" in detail, detail
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mysql"])
+def test_a_raw_variant_sending_begin_commit_fails(engine, endpoints):
+    report = run_verify("begin_commit", engine, endpoints)
+    assert {c.name for c in report.failures} == {"queries per get user", "queries per update user"}, \
+        report.summary_text()
+    detail = failed(report, "queries per get user")[0].detail
+    assert "raw driver does 2.0 transaction statements per get user" in detail, detail
+    assert report.queries["get user"]["per_request"]["transaction"] == pytest.approx(2, abs=0.05)
+
+
+def started_fixture(server_id: str, engine: str, endpoints, tmp_path, **settings):
+    """The fixture server started and verified the way `run` does it (running_server)."""
+    from bench.core.manifest import discover
+    from bench.core.plan import Variant
+    from bench.core.settings import Settings
+    from bench.infra.lifecycle import running_server
+    from bench.verify import verifier
+    spec = discover([ROOT / "tests" / "fixtures" / "servers"])[server_id]
+    s = Settings(port=next(PORTS), **settings)
+    return running_server(Variant(spec, engine, False), s, endpoints.get(engine),
+                          tmp_path / "server.log", verifier=verifier(TOKEN))
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mysql"])
+def test_worker_processes_and_db_connections_are_counted(engine, endpoints, tmp_path):
+    with started_fixture("correct_processes", engine, endpoints, tmp_path,
+                         workers=3, db_connections=6) as running:
+        report = running.verification
+    print(report.summary_text())
+    assert report.passed, report.summary_text()
+    checks = {c.name: c for c in report.checks}
+    assert checks["workers"].passed and checks["workers"].detail.startswith("3 worker processes")
+    assert checks["DB connections"].detail == (
+        "6 connections seen by the database (budget 6 = 3 processes x 2)")
+    assert report.connections == {"budget": {"total": 6, "processes": 3, "per_process": 2},
+                                  "seen": 6}
+
+
+def test_a_server_with_fewer_workers_than_asked_fails_verification(endpoints, tmp_path):
+    with started_fixture("broken_fewer_workers", "postgres", endpoints, tmp_path,
+                         workers=3, db_connections=6) as running:
+        report = running.verification
+    assert not report.passed
+    workers = next(c for c in report.failures if c.name == "workers")
+    assert workers.detail.startswith("expected 3 workers (--workers 3), found 2 worker processes")
+    # and the database sees the pools of the two it has: under budget, said so
+    connections = next(c for c in report.checks if c.name == "DB connections")
+    assert connections.severity == "warning" and "sees 4 connections" in connections.detail

@@ -57,8 +57,51 @@ def test_unknown_names_list_the_valid_ones(tmp_path, field, value, message):
 def test_pool_is_the_budget_split_over_processes(tmp_path):
     s = spec(tmp_path, "a")
     assert s.pool_size(budget=32, workers=8) == 4
+    assert s.budget(32, 8).as_dict() == {"total": 32, "processes": 8, "per_process": 4}
     threads = manifest.ServerSpec(**{**s.__dict__, "concurrency": "threads"})
     assert threads.pool_size(budget=32, workers=8) == 32
+    assert threads.budget(5, 8).per_process == 5      # one process: any budget splits
+
+
+@pytest.mark.parametrize("budget,workers,message", [
+    (30, 8, r"does not split evenly over a's 8 worker processes \(3 each would open only "
+            r"24\): use a multiple of 8, such as 24 or 32"),
+    (32, 10, r"3 each would open only 30\): use a multiple of 10, such as 30 or 40"),
+    (4, 8, r"--db-connections 4 is less than a's 8 worker processes"),
+])
+def test_a_budget_that_does_not_split_exactly_is_refused(tmp_path, budget, workers, message):
+    specs = {"a": spec(tmp_path, "a")}
+    with pytest.raises(manifest.BudgetError, match=message):
+        specs["a"].budget(budget, workers)
+    with pytest.raises(SelectionError, match=message):
+        config.plan(Settings(db_connections=budget, workers=workers), specs)
+    # without a database there is no pool to split: plain and to json still run
+    cases = config.plan(Settings(db_connections=budget, workers=workers, databases=[]), specs)
+    assert {c.variant.database for c in cases} == {"none"}
+
+
+def test_the_worker_check_is_read_from_the_manifest(tmp_path):
+    folder = tmp_path / "w"
+    folder.mkdir()
+    base = 'id = "w"\ndatabases = []\nstart = ["x"]\n'
+    (folder / "manifest.toml").write_text(base + 'concurrency = "processes"\n')
+    assert manifest.load_manifest(folder).worker_check.count == "processes"
+    (folder / "manifest.toml").write_text(base + 'concurrency = "threads"\n')
+    with pytest.raises(manifest.ManifestError, match="needs 'match'"):
+        manifest.load_manifest(folder)
+    (folder / "manifest.toml").write_text(base + 'concurrency = "threads"\n[workers]\ncount = "none"\n')
+    with pytest.raises(manifest.ManifestError, match="needs a 'reason'"):
+        manifest.load_manifest(folder)
+    (folder / "manifest.toml").write_text(
+        base + 'concurrency = "threads"\n[workers]\ncount = "threads"\nmatch = "^w-[0-9]+$"\n')
+    assert manifest.load_manifest(folder).worker_check.match == "^w-[0-9]+$"
+
+
+def test_every_real_manifest_says_how_to_count_its_workers():
+    for s in manifest.discover().values():
+        check = s.worker_check
+        assert check.count in ("processes", "threads", "none"), s.id
+        assert check.count != "none" or len(check.reason) > 40, s.id
 
 
 def test_manifest_errors_are_clear(tmp_path):

@@ -107,3 +107,29 @@ def test_judge_sample_uses_the_connections_that_really_ran():
               "resources": {"server": {"cpu_s": 9.0}}}
     v = judge.judge_sample(sample, 0.001)
     assert v.figures["littles_law_ratio"] == pytest.approx(1.0) and v.warnings == []
+
+
+def test_more_db_connections_than_the_budget_makes_a_sample_invalid():
+    budget = {"total": 32, "processes": 8, "per_process": 4}
+    assert judge.budget_problem({"db_budget": budget, "db_connections_seen": 32}) is None
+    assert judge.budget_problem({"db_budget": budget, "db_connections_seen": 40}) == (
+        "the database saw 40 connections from the server after the run, over its budget of 32")
+    assert judge.budget_problem({"db_budget": None, "db_connections_seen": None}) is None
+    sample = {"summary": summary(1000, 1.0), "resources": {},
+              "wrk": {"connections": 64, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
+              "server_process": {"db_budget": budget, "db_connections_seen": 33}}
+    v = judge.judge_sample(sample, 0.001)
+    assert not v.valid and "33 connections" in v.reason
+
+
+def test_a_worker_holding_twice_its_share_of_connections_is_warned_about():
+    even = {"client_connections": {"total": 64, "per_worker": [9, 9, 8, 8, 8, 8, 7, 7],
+                                   "min": 7, "max": 9}}
+    assert judge.spread_warning(even) is None
+    skewed = {"client_connections": {"total": 64, "per_worker": [21, 9, 8, 8, 6, 5, 4, 3],
+                                     "min": 3, "max": 21}}
+    assert judge.spread_warning(skewed) == (
+        "client connections spread unevenly over the 8 worker processes: 21 on the busiest, "
+        "3 on the idlest, 8 would be even")
+    # a threaded server: only the total is known
+    assert judge.spread_warning({"client_connections": {"total": 64, "per_worker": None}}) is None
