@@ -2,12 +2,15 @@
 
 Started as `python app.py`; sanic's main process spawns BENCH_WORKERS worker
 processes which each import this module, so each builds its own pool (one pool
-per process, opened in before_server_start, closed in after_server_stop).
+per process, opened in before_server_start, closed in after_server_stop), and each
+listens on a socket of its own (SO_REUSEPORT, see own_listening_socket).
 """
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import socket
 
 from sanic import Request, Sanic
 from sanic.exceptions import MethodNotAllowed, NotFound
@@ -26,6 +29,38 @@ app.config.FALLBACK_ERROR_FORMAT = "json"
 # SIGTERM: in-flight requests get at most 2 s to finish (sanic's default, 15 s, would
 # keep a stop waiting on clients that keep their connections busy).
 app.config.GRACEFUL_SHUTDOWN_TIMEOUT = 2.0
+
+
+def reserve_address(host: str, port: int) -> socket.socket:
+    """The main process's socket: bound with SO_REUSEPORT but never listened on, so it
+    holds the address for the workers and takes no connection itself."""
+    family, type_, proto, _, addr = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, type_, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(addr)
+    sock.set_inheritable(True)
+    return sock
+
+
+@app.before_server_start
+async def own_listening_socket(app: Sanic) -> None:
+    # sanic hands every worker the main process's one socket: one shared accept queue,
+    # and the worker that wakes first accepts every pending connection (64 wrk
+    # connections landed on 2-4 of the 8 workers).  Each worker instead binds a
+    # SO_REUSEPORT socket of its own to the same address and puts it in place of the
+    # inherited one (same descriptor number, before sanic listens on it), so the
+    # kernel spreads new connections over the workers' queues.
+    inherited = app.state.server_info[0].settings.get("sock")
+    if inherited is None:
+        return
+    own = socket.socket(inherited.family, socket.SOCK_STREAM)
+    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    own.bind(inherited.getsockname())
+    os.dup2(own.fileno(), inherited.fileno())
+    own.close()
 
 
 @app.before_server_start
@@ -115,8 +150,8 @@ async def to_json(request: Request) -> HTTPResponse:
 
 if __name__ == "__main__":
     app.run(
-        host=settings.host,
-        port=settings.port,
+        # the address, reserved for the workers' own sockets (own_listening_socket)
+        sock=reserve_address(settings.host, settings.port),
         # BENCH_WORKERS worker processes, managed by sanic's own main process
         # (SIGTERM/SIGINT to it stops every worker).
         workers=settings.workers,
