@@ -2,14 +2,15 @@
 
 
 def post_worker_init(worker):
-    """Open each request thread's persistent DB connection before the worker serves."""
-    from djbench.startup import open_thread_connections
+    """Open this worker process's DB pool (all BENCH_DB_POOL_SIZE connections) before it
+    serves: the app is loaded (no --preload), so this runs after the fork, in the worker."""
+    from djbench.startup import open_pool
 
-    open_thread_connections(worker.tpool, worker.cfg.threads)
+    open_pool()
 
 
 def worker_exit(server, worker):
-    """Close the request threads' DB connections when the worker stops."""
-    from djbench.startup import close_thread_connections
+    """Close the worker's DB pool when the worker stops."""
+    from djbench.startup import close_pool
 
-    close_thread_connections()
+    close_pool()

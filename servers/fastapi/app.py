@@ -1,6 +1,7 @@
-"""FastAPI benchmark server, run by uvicorn with W worker processes:
+"""FastAPI benchmark server, run by uvicorn in W worker processes managed by gunicorn:
 
-    python -m uvicorn app:app --workers W --loop uvloop --http httptools --no-access-log ...
+    python -m gunicorn app:app --worker-class benchcommon.uvicorn_worker.UvloopHttptoolsWorker \
+        --workers W --reuse-port ...
 
 Idiomatic FastAPI: the token is a Header parameter, the query values are Query
 parameters, the PATCH body is a Pydantic model.  Responses are built directly as

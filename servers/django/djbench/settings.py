@@ -50,40 +50,39 @@ def _database() -> dict:
         "USER": ENV.get("BENCH_DB_USER", "bench"),
         "PASSWORD": ENV.get("BENCH_DB_PASSWORD", ""),
         "HOST": ENV.get("BENCH_DB_HOST", "127.0.0.1"),
-        # Persistent connections: each WSGI thread keeps its connection for the whole run.
-        "CONN_MAX_AGE": None,
+        # Not Django's persistent connections (CONN_MAX_AGE > 0, one per thread): a fixed
+        # pool of BENCH_DB_POOL_SIZE connections per process instead (below), opened at
+        # start-up, from which a request checks a connection out at its first query and
+        # returns it when the request ends. Django requires CONN_MAX_AGE = 0 with a pool.
+        # Why a pool under both servers: under ASGI, Django runs every request's ORM calls
+        # on a fresh per-request thread with a fresh per-request DatabaseWrapper, so
+        # CONN_MAX_AGE cannot keep anything (it leaks one connection per request instead;
+        # Django's docs: disable persistent connections under ASGI and use the backend's
+        # pool). Under WSGI, one connection per thread would tie the HTTP concurrency
+        # (gunicorn --threads) to the connection budget; with a pool the thread count is
+        # the server's own setting and the budget stays W x BENCH_DB_POOL_SIZE.
+        "CONN_MAX_AGE": 0,
         # No per-request liveness check (it would cost a round trip on every first query
         # of a request); a connection that errors is still dropped by Django.
         "CONN_HEALTH_CHECKS": False,
     }
     if BENCH_DB == "postgres":
-        db = {**common, "ENGINE": "django.db.backends.postgresql",
-              "PORT": ENV.get("BENCH_DB_PORT", "5432"), "OPTIONS": {}}
-        if BENCH_ASYNC_VIEWS:
-            # Under ASGI Django runs every request's ORM calls on a fresh per-request thread
-            # with a fresh per-request DatabaseWrapper, so CONN_MAX_AGE cannot keep anything
-            # (it leaks one connection per request instead; Django's docs: disable persistent
-            # connections under ASGI and use the backend's pool). Django's own psycopg pool:
-            # a fixed pool per process, checked out per request, returned at request end.
-            db["CONN_MAX_AGE"] = 0  # required with OPTIONS["pool"]
-            db["OPTIONS"]["pool"] = {"min_size": BENCH_DB_POOL_SIZE,
-                                     "max_size": BENCH_DB_POOL_SIZE, "timeout": 30}
-        return db
+        # Django's own psycopg pool (psycopg-pool): min = max = BENCH_DB_POOL_SIZE, so the
+        # pool never grows or shrinks; a request waits at most 30 s for a free connection.
+        pool = {"min_size": BENCH_DB_POOL_SIZE, "max_size": BENCH_DB_POOL_SIZE, "timeout": 30}
+        return {**common, "ENGINE": "django.db.backends.postgresql",
+                "PORT": ENV.get("BENCH_DB_PORT", "5432"), "OPTIONS": {"pool": pool}}
     # MySQL / MariaDB. DATETIME(6) columns hold UTC: with USE_TZ=True and no per-database
     # TIME_ZONE Django writes and reads them as UTC; the session time zone is pinned to UTC
     # too so that NOW()/CURRENT_TIMESTAMP(6) (used for updated_at) is UTC whatever the
     # server's own time zone is.
-    options = {"charset": "utf8mb4", "init_command": "SET time_zone = '+00:00'"}
-    engine = "django.db.backends.mysql"
-    db = {**common, "ENGINE": engine, "PORT": ENV.get("BENCH_DB_PORT", "3306"), "OPTIONS": options}
-    if BENCH_ASYNC_VIEWS:
-        # Same ASGI problem as above, but Django has no MySQL pool: djbench.mysql_pool is
-        # Django's MySQL backend plus a fixed per-process pool with the same semantics as
-        # Django's PostgreSQL pool (see that module).
-        db["ENGINE"] = "djbench.mysql_pool"
-        db["CONN_MAX_AGE"] = 0
-        options["pool_size"] = BENCH_DB_POOL_SIZE
-    return db
+    # Django has no MySQL pool: djbench.mysql_pool is Django's MySQL backend (mysqlclient)
+    # plus a fixed per-process pool of pool_size connections with the same semantics as
+    # Django's PostgreSQL pool (see that module).
+    options = {"charset": "utf8mb4", "init_command": "SET time_zone = '+00:00'",
+               "pool_size": BENCH_DB_POOL_SIZE}
+    return {**common, "ENGINE": "djbench.mysql_pool", "PORT": ENV.get("BENCH_DB_PORT", "3306"),
+            "OPTIONS": options}
 
 
 # BENCH_DB=none (plain / to json cases): no database at all; the user views answer 404.

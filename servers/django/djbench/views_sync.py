@@ -1,4 +1,5 @@
-"""Sync views: the WSGI server (gunicorn gthread). One persistent connection per thread."""
+"""Sync views: the WSGI server (gunicorn gthread). A request thread checks a connection out of
+the process's pool at its first query; Django returns it when the request ends."""
 from django.db.models.functions import Now
 from django.http import JsonResponse
 

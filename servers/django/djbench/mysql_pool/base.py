@@ -1,12 +1,14 @@
-"""Django's MySQL backend plus a fixed per-process connection pool (the ASGI server only).
+"""Django's MySQL backend plus a fixed per-process connection pool (both Django servers).
 
-Why it exists: under ASGI, Django runs each request's ORM calls on a new per-request thread
-with a new per-request DatabaseWrapper, so CONN_MAX_AGE cannot keep a connection between
-requests (it leaks one per request instead; Django ticket #33497, and Django's docs say to
-disable persistent connections under ASGI and use the database backend's pool). Django 5.2
-ships such a pool for PostgreSQL only (OPTIONS["pool"], psycopg_pool); this module gives
-MySQL the same behaviour, so that both engines follow the harness's rule of one fixed pool
-per process:
+Why it exists: Django 5.2 ships a connection pool for PostgreSQL only (OPTIONS["pool"],
+psycopg_pool), and both Django servers need one. Under ASGI, Django runs each request's ORM
+calls on a new per-request thread with a new per-request DatabaseWrapper, so CONN_MAX_AGE
+cannot keep a connection between requests (it leaks one per request instead; Django ticket
+#33497, and Django's docs say to disable persistent connections under ASGI and use the
+database backend's pool). Under WSGI (gunicorn gthread), CONN_MAX_AGE would keep one
+connection per request thread, tying the thread count to the connection budget. This module
+gives MySQL the same behaviour as Django's PostgreSQL pool, so that both engines follow the
+harness's rule of one fixed pool per process:
 
   - OPTIONS["pool_size"] connections per process, opened at start-up (open_pool());
   - a request checks one out when it makes its first query and gives it back when Django
@@ -140,6 +142,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
 
 def open_pool(alias: str = "default"):
-    """Open the pool of `alias` now (start-up). Call it outside the event loop's thread."""
+    """Open the pool of `alias` now (start-up). Under ASGI call it outside the event loop's
+    thread."""
     from django.db import connections
     connections[alias].pool.open()
