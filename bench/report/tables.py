@@ -130,4 +130,28 @@ def header_sentence(doc: dict) -> str:
             f"{s['duration']:g} s per case after {s['warmup']:g} s warm-up"
             f"{', preset ' + s['preset'] if s.get('preset') else ''}"
             f"{'; databases: ' + dbs + (' (' + mode + ')') if dbs else ''}; "
-            f"commit {commit}{dirty}; run {doc['run_id']}, status {doc['status']}.")
+            f"commit {commit}{dirty}; run {doc['run_id']}, status {doc['status']}."
+            + connections_sentence(doc))
+
+
+def connections_sentence(doc: dict) -> str:
+    """What the databases counted against each server's DB budget after its samples
+    ("" for results from before the count was stored)."""
+    counted, off = 0, {}
+    for case in doc["cases"]:
+        for sample in case["samples"]:
+            process = sample.get("server_process") or {}
+            budget, seen = process.get("db_budget"), process.get("db_connections_seen")
+            if budget is None or seen is None:
+                continue
+            counted += 1
+            if seen != budget["total"]:
+                key = f"{case['server']} ({case['database']}, {'orm' if case['orm'] else 'raw'})"
+                off[key] = f"{key} {seen} of {budget['total']}"
+    if not counted:
+        return ""
+    if not off:
+        return (" After every sample the database counted exactly the budget's connections "
+                "from the server.")
+    return (" Connections the database counted that differ from the budget: "
+            + ", ".join(sorted(off.values())) + ".")

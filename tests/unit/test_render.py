@@ -124,3 +124,20 @@ def test_extra_columns_on_request():
     fast = next(line for line in md.splitlines() if line.startswith("| get user    | fast"))
     cells = [c.strip() for c in fast.split("|")[10:-1]]
     assert cells[0] == "0.000 %" and cells[2:] == ["1.00", "100 MiB", "1,000", "100.0 %"]
+
+
+def test_the_header_says_what_the_databases_counted_against_each_budget():
+    budget = {"total": 32, "processes": 8, "per_process": 4}
+
+    def doc(*seen):
+        return {"cases": [{"server": "a", "database": "postgres", "orm": False,
+                           "samples": [{"server_process": {"db_budget": budget,
+                                                           "db_connections_seen": n}}
+                                       for n in seen]}]}
+    assert tables.connections_sentence({"cases": []}) == ""      # older results: nothing
+    assert tables.connections_sentence(doc(32, 32)) == (
+        " After every sample the database counted exactly the budget's connections from "
+        "the server.")
+    assert tables.connections_sentence(doc(32, 28)) == (
+        " Connections the database counted that differ from the budget: a (postgres, raw) "
+        "28 of 32.")
