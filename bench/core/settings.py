@@ -84,9 +84,13 @@ class Settings:
     connections: int = PRESETS["default"].connections
     threads: int | None = None           # None: default_threads(connections)
     workers: int = 8
-    # Total DB connections a server may hold, split evenly over its processes, so that
-    # no framework wins by opening more connections than another.
-    db_connections: int = 32
+    # Total DB connections a server may hold, split exactly over its processes, so that
+    # no framework wins by opening more connections than another. 64 = the default load's
+    # 64 client connections: one DB connection per request in flight, so no request queues
+    # for a pool connection and p99 measures the framework and the database, not the pool.
+    # Chosen from a sweep (README, "Connection budget and tail latency"): the Python
+    # servers' p99 halved from 32 to 64 at the same req/s; 16 was worse still.
+    db_connections: int = 64
     timeout: float = 5.0
     seed: int = 1                        # the request generators' seed
     order_seed: int | None = None        # the sample order's seed; None: drawn and recorded

@@ -66,9 +66,9 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
             process = sample["server_process"]
             if case["database"] != "none":
                 processes = 8 if case["server"] == "fastapi" else 1
-                assert process["db_budget"] == {"total": 32, "processes": processes,
-                                                "per_process": 32 // processes}
-                assert process["db_connections_seen"] == 32       # counted by the database
+                assert process["db_budget"] == {"total": 64, "processes": processes,
+                                                "per_process": 64 // processes}
+                assert process["db_connections_seen"] == 64       # counted by the database
                 assert sample["db_settle"]["quiet"] and sample["db_settle"]["seconds"] > 0
             spread = process["client_connections"]
             assert spread["total"] == 16, spread
@@ -80,7 +80,7 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
         kind = "worker threads" if key.startswith("actix-web") else "worker processes"
         assert workers["passed"] and workers["detail"].startswith(f"8 {kind}"), workers
         if not key.endswith("none/raw"):
-            assert report["connections"]["seen"] == 32
+            assert report["connections"]["seen"] == 64
     assert "fastapi" in doc["servers"]["fastapi"]["versions"]
     assert "actix-web" in doc["servers"]["actix-web"]["versions"]
     assert doc["environment"]["cpus_usable"] >= 1 and doc["environment"]["git"]["commit"]
