@@ -13,7 +13,7 @@ SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: bench test setup system-deps browser-deps venv build tables list clean
+.PHONY: bench test setup system-deps browser-deps venv tools build tables list clean
 
 bench: setup
 	$(PYTHON) run_bench.py $(ARGS)
@@ -27,7 +27,7 @@ tables: venv
 list: venv
 	$(PYTHON) run_bench.py list
 
-setup: system-deps venv build
+setup: system-deps venv tools build
 
 system-deps:
 	@bash scripts/install_system_deps.sh
@@ -37,6 +37,11 @@ browser-deps:
 	@bash scripts/install_system_deps.sh --with-browser
 
 venv: $(VENV)/.installed
+
+# load generators from their registries: oha (crates.io) measures latency at a fixed
+# request rate (--rate); wrk comes from the system packages
+tools: system-deps
+	@bash scripts/install_oha.sh
 
 # One virtualenv for the harness and every Python server: pip resolves all pins
 # together, so a conflict shows at install time, not in the middle of a run.

@@ -47,7 +47,8 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     run_dir = run_dir if run_dir.is_dir() else run_dir.parent
-    text = formats.EXPORTERS[args.format](tables.build_tables(doc), doc, args.columns)
+    text = formats.EXPORTERS[args.format](tables.build_tables(doc), doc, args.columns,
+                                          rates=tables.build_rate_tables(doc))
     print(text)
     if not args.no_write:
         (args.output or run_dir / f"tables.{args.format}").write_text(text)

@@ -11,15 +11,16 @@ from pathlib import Path
 
 from bench.analysis import judge, statistics
 from bench.core import dataset
-from bench.core.plan import Case, Sample, databases_needed, schedule
-from bench.core.settings import Settings
+from bench.core.plan import Case, LoadParams, Sample, databases_needed, schedule
+from bench.core.settings import NO_PROXY, Settings, parse_rate
 from bench.infra import databases, db, environment
-from bench.infra.lifecycle import running_server
+from bench.infra.host import LOCAL
+from bench.infra.lifecycle import Running, running_server
 from bench.infra.resources import ConnectionSpread, ResourceSampler
 from bench.infra.server import ServerError, ServerProcess, build
 from bench.infra.settle import settle
 from bench.infra.signals import sigterm_as_interrupt
-from bench.load import wrk
+from bench.load import oha, wrk
 from bench.report import formats, html, tables
 from bench.storage import results
 from bench.verify import verifier
@@ -27,6 +28,10 @@ from bench.verify import verifier
 WARMUP_SEED_OFFSET = 1_000_003
 # each sample's request stream differs (seeded per repetition) but is repeatable
 SAMPLE_SEED_STRIDE = 7919
+
+
+class NoMaximum(RuntimeError):
+    """A rate given as a share of a maximum that this run did not measure."""
 
 
 def say(message: str) -> None:
@@ -66,22 +71,15 @@ class Run:
         if settings.order_seed is None:
             settings.order_seed = random.SystemRandom().randrange(2**31)
         self.samples: list[Sample] = schedule(cases, settings.repeat, settings.order_seed)
-        self.load = wrk.LoadSettings(threads=settings.wrk_threads,
-                                     connections=settings.connections,
-                                     duration_s=settings.duration, timeout_s=settings.timeout,
-                                     seed=settings.seed, token=settings.token)
         self.run_id = results.new_run_id()
-        load_record = {"generator": "wrk", "version": environment.tools()["wrk"],
-                       "threads": self.load.threads, "connections": self.load.open_connections,
-                       "connections_requested": settings.connections}
         self.doc = results.new_document(self.run_id, settings.public(),
-                                        environment.environment(), load_record)
+                                        environment.environment(), self._load_record())
         machine = self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])
         self.run_dir = results.run_dir(settings.results_dir, machine, self.run_id)
         self.logs = self.run_dir / "logs"
         specs = {c.variant.server.id: c.variant.server for c in cases}
         self.doc["servers"] = {sid: {"description": s.description, "language": s.language,
-                                     "concurrency": s.concurrency,
+                                     "concurrency": s.concurrency, "reference": s.reference,
                                      "versions": environment.server_versions(s.dir)}
                                for sid, s in specs.items()}
         self.doc["cases"] = [blank_case(c, settings.repeat) for c in cases]
@@ -91,6 +89,39 @@ class Run:
         self.endpoints: dict[str, db.Endpoint] = {}
         self.provider = None
         self.build_errors: dict[str, str] = {}
+        self.proxies = {}              # name -> ProxySpec, for --behind
+        wanted = [name for name in settings.behind if name != NO_PROXY]
+        if wanted:
+            from bench.infra.proxy import available_proxies
+            found = available_proxies()
+            self.proxies = {name: found[name] for name in wanted}
+
+    def wrk_load(self, load: LoadParams, seed: int) -> wrk.LoadSettings:
+        """What wrk runs for a case's load parameters (threads: --threads, or the default
+        for that many connections)."""
+        s = self.settings
+        return wrk.LoadSettings(threads=s.threads_for(load.connections),
+                                connections=load.connections, duration_s=s.duration,
+                                timeout_s=s.timeout, seed=seed, token=s.token,
+                                connection_close=load.connection_mode == "close")
+
+    def _load_record(self) -> dict:
+        """The load generators as they will run: per connection level, the threads and the
+        connections wrk really opens; the first level also at the top, as before sweeps."""
+        s = self.settings
+        levels = [self.wrk_load(LoadParams(c), s.seed) for c in s.levels]
+        tools = environment.tools()
+        record = {"generator": "wrk", "version": tools["wrk"], "threads": levels[0].threads,
+                  "connections": levels[0].open_connections,
+                  "connections_requested": levels[0].connections,
+                  "levels": [{"connections": w.open_connections, "threads": w.threads,
+                              "connections_requested": w.connections} for w in levels],
+                  "connection_modes": list(s.connection_modes), "behind": list(s.behind),
+                  "placement": {side: s.cpus(side) for side in ("server", "client", "db")}}
+        if s.rates:
+            record["open_model"] = {"generator": "oha", "version": oha.oha_version(),
+                                    "rates": list(s.rates), "knee_p99_ms": s.knee_p99_ms}
+        return record
 
     def save(self) -> None:
         statistics.refresh(self.doc)
@@ -150,9 +181,20 @@ class Run:
             prov.stop()
             raise
         self.provider = prov
+        self._pin_databases()
         for engine, ep in self.endpoints.items():
             self.doc["databases"][engine] = {**ep.public(), "mode": prov.mode,
                                              "version": database_version(ep)}
+
+    def _pin_databases(self) -> None:
+        """--db-cpus: every thread of every database process; the backends PostgreSQL
+        forks for new connections inherit the postmaster's mask."""
+        cpus = self.settings.cpus("db")
+        if cpus is None:
+            return
+        for engine in self.endpoints:
+            for pid in self.provider.pids(engine):
+                LOCAL.pin(pid, cpus)
 
     def _build_all(self) -> None:
         specs = {c.variant.server.id: c.variant.server for c in self.cases}
@@ -188,7 +230,8 @@ class Run:
         try:
             with running_server(v, self.settings, endpoint, log_path, verifier=check,
                                 overhead_s=record["overhead_s"],
-                                settle_db=self._settler(endpoint)) as running:
+                                settle_db=self._settler(endpoint),
+                                proxy=self.proxies.get(case.load.proxy)) as running:
                 if running.settled is not None:
                     record["db_settle"] = running.settled.as_dict()
                     if not running.settled.quiet:
@@ -200,12 +243,14 @@ class Run:
                     record.update(status=results.VERIFICATION_FAILED,
                                   reason=self.doc["verification"][v.key]["reason"])
                     return
-                self._measure(sample, running.server, endpoint, record)
+                self._measure(sample, running, endpoint, record)
         except ServerError as exc:
             record.update(status=results.FAILED, reason=exc.reason)
             say(str(exc))
         except wrk.LoadError as exc:
             record.update(status=results.FAILED, reason=f"load generator: {exc}"[:500])
+        except NoMaximum as exc:
+            record.update(status=results.FAILED, reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - one broken sample must not end the run
             record.update(status=results.FAILED, reason=f"{type(exc).__name__}: {exc}"[:500])
             say(f"    sample failed: {type(exc).__name__}: {exc}")
@@ -222,37 +267,79 @@ class Run:
         return lambda: settle(endpoint, lambda: self.provider.pids(endpoint.engine)
                               if self.provider is not None else [])
 
-    def _resource_groups(self, server: ServerProcess, database: str, wrk_pid: list[int]):
-        groups = {"server": server.pids, "client": lambda: wrk_pid[:1]}
+    def _resource_groups(self, running: Running, database: str, client_pid: list[int]):
+        groups = {"server": running.server.pids, "client": lambda: client_pid[:1]}
+        if running.proxy is not None:
+            groups["proxy"] = running.proxy.pids
         if database != "none" and self.provider is not None and self.provider.pids(database):
             groups["database"] = lambda: self.provider.pids(database)
         return groups
 
-    def _measure(self, sample: Sample, server: ServerProcess, endpoint: db.Endpoint | None,
-                 record: dict) -> None:
+    def asked_rate(self, case: Case) -> float:
+        """The open-model rate of a case in req/s: absolute, or a share of the measured
+        maximum of the same case under wrk (the median of its samples in this run)."""
+        kind, value = parse_rate(case.load.rate)
+        if kind == "absolute":
+            return value
+        base = self.records[Case(case.variant, case.test, case.load.closed_loop).id]
+        stats = base.get("stats") or {}
+        median = (stats.get("requests_per_sec") or {}).get("median")
+        if stats.get("status") != results.OK or not median:
+            raise NoMaximum(f"no measured maximum to take {case.load.rate} of: the closed-loop "
+                            f"case {base['id']} is {stats.get('status', 'not measured')}")
+        return value * median
+
+    def _generate(self, sample: Sample, url: str, client_pid: list[int]):
+        """The measured window's load: wrk (closed loop) or oha at a fixed rate."""
         s, case = self.settings, sample.case
-        load = dataclasses.replace(self.load, seed=s.seed + SAMPLE_SEED_STRIDE * sample.index)
+        seed = s.seed + SAMPLE_SEED_STRIDE * sample.index
+        cpus = s.cpus("client")
+        if case.load.rate is None:
+            load = self.wrk_load(case.load, seed)
+            result = wrk.run_wrk(case.test, url, load, s.duration, on_start=client_pid.append,
+                                 cpus=cpus)
+            return result, {"generator": "wrk", "connection_close": load.connection_close}
+        rate = self.asked_rate(case)
+        # as many threads as wrk gets for these connections: oha's default (every physical
+        # core) took CPU from the server and raised latency on a 2-core machine
+        load = oha.OhaSettings(connections=case.load.connections, rate=rate,
+                               duration_s=s.duration, timeout_s=s.timeout, seed=seed,
+                               token=s.token, connection_close=case.load.connection_mode == "close",
+                               worker_threads=s.threads_for(case.load.connections))
+        result = oha.run_oha(case.test, url, load, s.duration, on_start=client_pid.append,
+                             cpus=cpus)
+        return result, {"generator": "oha", "connection_close": load.connection_close,
+                        "rate": result.summary["rate"]}
+
+    def _measure(self, sample: Sample, running: Running, endpoint: db.Endpoint | None,
+                 record: dict) -> None:
+        s, case, server = self.settings, sample.case, running.server
         db_clock = db.scalar(endpoint, "SELECT CURRENT_TIMESTAMP") if endpoint else None
         if s.warmup > 0:
             # a seed of its own: with the run's seed the measured run would replay the
-            # warm-up's ids, and hit rows (and caches) the warm-up just touched
-            warm = dataclasses.replace(load, seed=load.seed + WARMUP_SEED_OFFSET)
-            record["warmup"] = wrk.run_wrk(case.test, server.base_url, warm, s.warmup).summary
-        wrk_pid: list[int] = []
-        sampler = ResourceSampler(self._resource_groups(server, case.variant.database, wrk_pid))
+            # warm-up's ids, and hit rows (and caches) the warm-up just touched. The
+            # warm-up is wrk's closed loop at the case's connections, whatever measures.
+            warm = self.wrk_load(case.load, s.seed + SAMPLE_SEED_STRIDE * sample.index
+                                 + WARMUP_SEED_OFFSET)
+            record["warmup"] = wrk.run_wrk(case.test, running.base_url, warm, s.warmup,
+                                           cpus=s.cpus("client")).summary
+        client_pid: list[int] = []
+        sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
+                                                        client_pid))
         # where the client connections are, half-way through the measured window
         spread = ConnectionSpread(server, at_s=s.duration / 2)
+        opened_before = LOCAL.tcp_connections_accepted()
         with sampler, spread:
-            result = wrk.run_wrk(case.test, server.base_url, load, s.duration,
-                                 on_start=wrk_pid.append)
+            result, generator = self._generate(sample, running.base_url, client_pid)
+        record["connections_opened"] = LOCAL.tcp_connections_accepted() - opened_before
         record["summary"] = result.summary
-        record["wrk"] = {"command": result.command, "exit_code": result.exit_code,
+        record["wrk"] = {**generator, "command": result.command, "exit_code": result.exit_code,
                          "client_cpu_s": round(result.client_cpu_s, 3),
                          "wall_s": round(result.wall_s, 3), "threads": result.threads,
                          "connections": result.connections}
         record["resources"] = figures = sampler.figures()
-        # wrk's own CPU is known exactly (wait4's rusage); the sampler only sees it between
-        # readings, and not at all after it exits
+        # the generator's own CPU is known exactly (wait4's rusage); the sampler only sees
+        # it between readings, and not at all after it exits
         figures["client"].update(cpu_s=round(result.client_cpu_s, 3),
                                  mean_cores=round(result.client_cpu_s / max(result.wall_s, 1e-6), 3))
         record["server_process"] = {
@@ -261,7 +348,9 @@ class Run:
             "db_budget": server.budget.as_dict() if server.budget else None,
             # counted by the database while the server still holds its pools
             "db_connections_seen": db.server_connections(endpoint) if endpoint else None,
-            "client_connections": spread.figures()}
+            "client_connections": spread.figures(),
+            # what really ran: the CPUs the server's first process may use
+            "cpus": LOCAL.affinity(server.proc.pid)}
         if not server.alive():
             record.update(status=results.FAILED,
                           reason=f"server exited during the run (code {server.proc.returncode})")
@@ -273,9 +362,10 @@ class Run:
         record.update(status=results.OK if verdict.valid else results.INVALID,
                       reason=verdict.reason)
         if case.test == "update user" and endpoint is not None and verdict.valid:
-            self._check_updates(endpoint, db_clock, record)
+            self._check_updates(endpoint, db_clock, record, result.connections)
 
-    def _check_updates(self, endpoint: db.Endpoint, since, record: dict) -> None:
+    def _check_updates(self, endpoint: db.Endpoint, since, record: dict,
+                       connections: int) -> None:
         """After `update user`: still exactly the contract's rows, and plausibly many updated."""
         count = db.scalar(endpoint, "SELECT COUNT(*) FROM users")
         if since.tzinfo is None:          # MySQL: naive, in UTC
@@ -290,7 +380,7 @@ class Run:
             record.update(status=results.INVALID,
                           reason=f"table has {count} rows after the run, expected {dataset.ROW_COUNT}")
         # requests still in flight when wrk stops are not counted but may have updated a row
-        elif updated < 0.9 * expected or updated > min(sent + 2 * self.load.open_connections,
+        elif updated < 0.9 * expected or updated > min(sent + 2 * connections,
                                                        dataset.ROW_COUNT):
             record.update(status=results.INVALID,
                           reason=f"{updated} rows updated after {sent} PATCH requests; "
@@ -311,10 +401,10 @@ class Run:
         return f"{record['status'].upper()}: {record['reason']}"
 
     def _write_tables(self) -> None:
-        built = tables.build_tables(self.doc)
-        if not built:
+        built, rates = tables.build_tables(self.doc), tables.build_rate_tables(self.doc)
+        if not built and not rates:
             return
-        text = formats.to_markdown(built, self.doc)
+        text = formats.to_markdown(built, self.doc, rates=rates)
         (self.run_dir / "tables.md").write_text(text)
         say("\n" + text)
         try:

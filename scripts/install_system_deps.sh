@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the system packages the harness needs, only those that are missing:
 # wrk (load), PostgreSQL and MariaDB servers (the harness starts its own throwaway
-# instances from these binaries), the headers mysqlclient (Django's MySQL driver) is
-# built against, and the toolchains of the compiled servers (Rust, Go, Node.js).
+# instances from these binaries), nginx (the ceiling reference server and the reverse
+# proxy of --behind nginx), util-linux's taskset (CPU placement), the headers mysqlclient
+# (Django's MySQL driver) is built against, and the toolchains of the compiled servers
+# (Rust, Go, Node.js).
 # With --with-browser (make test): also Debian's Chromium and its driver, for the test
 # that opens report.html in a real headless browser.
 set -euo pipefail
@@ -17,6 +19,11 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# nginx: Debian 12's smallest build (nginx-light) where it exists, else the distribution's
+if ! command -v nginx >/dev/null && [[ ! -x /usr/sbin/nginx ]]; then
+  if apt-cache show nginx-light >/dev/null 2>&1; then missing+=(nginx-light); else missing+=(nginx); fi
+fi
+command -v taskset >/dev/null || missing+=(util-linux)
 # a Python that has venv+ensurepip already (pyenv, a custom build) needs no python3-venv
 if python3 -c 'import ensurepip, venv' 2>/dev/null; then
   missing=("${missing[@]/python3-venv}")

@@ -73,12 +73,15 @@ def client_cpu_share(client_cpu_s: float, server_side_cpu_s: float | None) -> fl
 
 def judge(summary: dict, *, connections: int, threads: int, client_cpu_s: float,
           wall_s: float, threshold: float, server_cpu_s: float | None = None,
-          database_cpu_s: float | None = None) -> Verdict:
+          database_cpu_s: float | None = None, generator: str = "wrk",
+          open_model: bool = False) -> Verdict:
     """The verdict on one sample, from its stored figures. `connections` and `threads` are
-    what wrk really opened; the database's CPU counts as server-side work."""
+    what the load generator really opened; the database's CPU counts as server-side work.
+    In the open model (a fixed request rate) the connections are a cap, not the load, so
+    Little's law says nothing about them."""
     warnings: list[str] = []
     rate = error_rate(summary)
-    ratio = littles_law_ratio(summary, connections)
+    ratio = None if open_model else littles_law_ratio(summary, connections)
     util = client_utilisation(client_cpu_s, wall_s, threads)
     server_side = None if server_cpu_s is None else server_cpu_s + (database_cpu_s or 0.0)
     share = client_cpu_share(client_cpu_s, server_side)
@@ -100,12 +103,14 @@ def judge(summary: dict, *, connections: int, threads: int, client_cpu_s: float,
     client_bound = False
     if util is not None and util >= CLIENT_SATURATION:
         client_bound = True
-        warnings.append(f"client-bound: wrk used {util:.0%} of its {threads} thread(s)' CPU; "
+        warnings.append(f"client-bound: {generator} used {util:.0%} of its {threads} "
+                        f"thread(s)' CPU; "
                         f"the load generator, not the server, may set this figure")
     elif share is not None and share >= CLIENT_CPU_SHARE:
         client_bound = True
-        warnings.append(f"client-bound: wrk used {share:.0%} of the CPU time of this test "
-                        f"(server + database + wrk, threshold {CLIENT_CPU_SHARE:.0%}); sharing "
+        warnings.append(f"client-bound: {generator} used {share:.0%} of the CPU time of "
+                        f"this test (server + database + {generator}, threshold "
+                        f"{CLIENT_CPU_SHARE:.0%}); sharing "
                         f"the cores with its load generator, the server is not what sets this "
                         f"figure")
     if ratio is not None and ratio < 1 / LITTLE_FACTOR:
@@ -141,19 +146,56 @@ def spread_warning(process: dict) -> str | None:
             f"{fair:.0f} would be even")
 
 
+# Connection: close asks for a new TCP connection per request; a server that answers with
+# keep-alive anyway is measured on reused connections, not what the mode claims. Requests
+# in flight at the stop and a few connections of other programs make the count inexact.
+CLOSE_SHARE = 0.9
+# An open-model point whose generator sent less than this share of the asked rate did not
+# measure the server at that rate.
+RATE_TOLERANCE = 0.05
+
+
+def close_problem(sample: dict) -> str | None:
+    """In `close` mode: fewer new TCP connections than requests means the server (or the
+    client) kept connections alive."""
+    gen = sample.get("wrk") or {}
+    opened, requests = sample.get("connections_opened"), (sample.get("summary") or {}).get("requests")
+    if not gen.get("connection_close") or opened is None or not requests:
+        return None
+    if opened >= CLOSE_SHARE * requests:
+        return None
+    return (f"Connection: close asked for a new TCP connection per request, but only {opened:,} "
+            f"connections were accepted for {requests:,} responses: connections were kept alive")
+
+
+def rate_problem(summary: dict) -> str | None:
+    """An open-model point the generator did not reach is not a figure at that rate."""
+    rate = summary.get("rate") or {}
+    asked, achieved = rate.get("asked"), rate.get("achieved")
+    if not asked or achieved is None or achieved >= (1 - RATE_TOLERANCE) * asked:
+        return None
+    return (f"asked for {asked:,.0f} req/s but {achieved:,.0f} req/s were sent and answered: "
+            f"not a measurement at the asked rate (the server or the generator could not "
+            f"keep up; see not_sent)")
+
+
 def judge_sample(sample: dict, threshold: float) -> Verdict:
-    """`judge` on a stored sample record (schema 2)."""
-    wrk = sample["wrk"]
+    """`judge` on a stored sample record (schema 2). `sample["wrk"]` holds whichever load
+    generator ran (the key predates the second one)."""
+    gen = sample["wrk"]
     resources = sample.get("resources") or {}
-    verdict = judge(sample["summary"], connections=wrk["connections"], threads=wrk["threads"],
-                    client_cpu_s=wrk["client_cpu_s"], wall_s=wrk["wall_s"],
+    generator = gen.get("generator", "wrk")
+    verdict = judge(sample["summary"], connections=gen["connections"], threads=gen["threads"],
+                    client_cpu_s=gen["client_cpu_s"], wall_s=gen["wall_s"],
                     threshold=threshold,
                     server_cpu_s=(resources.get("server") or {}).get("cpu_s"),
-                    database_cpu_s=(resources.get("database") or {}).get("cpu_s"))
+                    database_cpu_s=(resources.get("database") or {}).get("cpu_s"),
+                    generator=generator, open_model=gen.get("rate") is not None)
     process = sample.get("server_process") or {}
     over_budget, uneven = budget_problem(process), spread_warning(process)
-    if over_budget and verdict.valid:
-        verdict.valid, verdict.reason = False, over_budget
+    for problem in (over_budget, close_problem(sample), rate_problem(sample["summary"])):
+        if problem and verdict.valid:
+            verdict.valid, verdict.reason = False, problem
     if uneven:
         verdict.warnings.append(uneven)
     return verdict

@@ -36,6 +36,7 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="verify and measure the selected cases (default)")
     arguments.add_selection(run)
     arguments.add_load(run)
+    arguments.add_modes(run)
     arguments.add_server_settings(run)
     arguments.add_databases(run)
 
@@ -105,12 +106,16 @@ def cmd_build(settings: Settings, specs: dict) -> int:
 
 def cmd_run(settings: Settings, specs: dict) -> int:
     from bench.core.plan import plan
+    from bench.infra.proxy import available_proxies
+    from bench.load import oha
     from bench.runner import Run
-    cases = plan(settings, specs)
+    cases = plan(settings, specs, list(available_proxies()))
     if not cases:
         print("nothing to run: the selection matches no case", file=sys.stderr)
         return EXIT_USAGE
     wrk.require_wrk()
+    if settings.rates:
+        oha.require_oha()
     doc = Run(settings, cases).execute()
     if doc["status"] == "interrupted":
         return EXIT_INTERRUPTED

@@ -81,7 +81,9 @@ def add_load(p: argparse.ArgumentParser) -> None:
     g.add_argument("--repeat", type=int, default=None,
                    help="samples per case, measured in interleaved rounds of every case in a "
                         "shuffled order")
-    g.add_argument("--connections", type=int, default=None, help="wrk connections")
+    g.add_argument("--connections", type=int_list, default=None, metavar="N[,N...]",
+                   help="client connections; several (e.g. 16,64,256) measure each level as "
+                        "a case of its own: a concurrency sweep")
     g.add_argument("--threads", type=int, default=None,
                    help="wrk threads (default: half the usable CPUs, at most the connections, "
                         "and dividing them evenly)")
@@ -103,6 +105,41 @@ def add_load(p: argparse.ArgumentParser) -> None:
                    help="where run folders go (default: results/)")
 
 
+def add_modes(p: argparse.ArgumentParser) -> None:
+    d = Settings()
+    g = p.add_argument_group("measurement modes (README, \"Modes\")")
+    g.add_argument("--connection-mode", dest="connection_modes", type=csv_list, default=None,
+                   metavar="keep-alive,close",
+                   help="keep-alive (default): each client connection stays open; close: "
+                        "`Connection: close` on every request, a new TCP connection each")
+    g.add_argument("--connection-close", dest="connection_modes", action="store_const",
+                   const=["close"], help="the same as --connection-mode close")
+    g.add_argument("--behind", type=csv_list, default=None, metavar="none,PROXY",
+                   help="put a reverse proxy (a folder under proxies/, e.g. nginx) in front "
+                        "of every server; `none,nginx` measures both (default: none)")
+    g.add_argument("--no-ceiling", dest="ceiling", action="store_false", default=None,
+                   help="leave out the reference servers (the ceiling row of the plain and "
+                        "to json tables)")
+    for side, what in (("server", "every server process (and a proxy in front)"),
+                       ("client", "the load generator"), ("db", "the database servers")):
+        g.add_argument(f"--{side}-cpus", default=None, metavar="LIST",
+                       help=f"pin {what} to these CPUs (a Linux CPU list such as 0-3,8)")
+    g.add_argument("--rate", dest="rates", type=csv_list, default=None, metavar="R[,R...]",
+                   help="latency at fixed request rates (open model, oha): shares of each "
+                        "case's measured maximum (25%%,50%%,90%%) or absolute req/s")
+    g.add_argument("--knee-p99", dest="knee_p99_ms", type=float, default=d.knee_p99_ms,
+                   metavar="MS", help="the knee of a latency-vs-rate curve is the highest "
+                                      "rate whose p99 stays under this (default: %(default)s ms)")
+
+
+def int_list(value: str) -> list[int]:
+    try:
+        return [int(v) for v in csv_list(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number or a comma-separated "
+                                         f"list of numbers") from None
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     s = Settings()
     if getattr(args, "preset", None) or hasattr(args, "duration"):
@@ -110,9 +147,13 @@ def settings_from(args: argparse.Namespace) -> Settings:
     for name in vars(s):
         value = getattr(args, name, None)
         if value is None or name in ("tests", "servers_dirs", "error_threshold", "unstable_cv",
-                                     "preset"):
+                                     "preset", "connections"):
             continue
         setattr(s, name, value)
+    levels = getattr(args, "connections", None)
+    if levels:
+        s.connections = levels[0]
+        s.connection_levels = levels if len(levels) > 1 else None
     if not isinstance(s.orm, str):        # `serve --orm` is a flag, not a selection
         s.orm = "orm" if s.orm else "raw"
     if hasattr(args, "tests"):

@@ -69,6 +69,12 @@ class ServerSpec:
     notes: dict = field(default_factory=dict)
     stop_signal: str = "SIGTERM"     # sent to the whole process group to stop the server
     worker_check: WorkerCheck = WorkerCheck("processes", ".")
+    # a reference, not a framework: the least possible work per request (e.g. nginx
+    # answering from its config), measured as the ceiling the frameworks are shown against
+    reference: bool = False
+    # contract checks a reference server may fail, each with the reason (a reference does
+    # the least work its tool allows; a framework must pass every check)
+    exemptions: dict = field(default_factory=dict)
 
     def variants(self) -> list[tuple[str, bool]]:
         """(database, orm) pairs the server supports, in manifest order."""
@@ -141,6 +147,27 @@ def _worker_check(data: dict, concurrency: str, path: Path) -> WorkerCheck:
     return WorkerCheck(count, match, reason, match_in)
 
 
+def _reference(data: dict, databases: tuple, path: Path) -> bool:
+    reference = data.get("reference", False)
+    if not isinstance(reference, bool):
+        raise ManifestError(f"{path}: 'reference' must be true or false")
+    if reference and databases:
+        raise ManifestError(f"{path}: a reference server answers the tests without a "
+                            f"database; 'databases' must be empty")
+    return reference
+
+
+def _exemptions(data: dict, path: Path) -> dict:
+    table = data.get("exemptions", {})
+    if not isinstance(table, dict) or not all(isinstance(v, str) and v for v in table.values()):
+        raise ManifestError(f"{path}: [exemptions] maps a verification check's name to the "
+                            f"reason it does not apply")
+    if table and not data.get("reference", False):
+        raise ManifestError(f"{path}: only a reference server may be exempt from contract "
+                            f"checks; a framework must pass all of them")
+    return dict(table)
+
+
 def load_manifest(folder: Path) -> ServerSpec:
     path = folder / "manifest.toml"
     try:
@@ -171,6 +198,8 @@ def load_manifest(folder: Path) -> ServerSpec:
         notes=data.get("notes", {}),
         stop_signal=_stop_signal(data.get("stop_signal", "SIGTERM"), path),
         worker_check=_worker_check(data, concurrency, path),
+        reference=_reference(data, databases, path),
+        exemptions=_exemptions(data, path),
     )
 
 

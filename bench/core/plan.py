@@ -7,11 +7,13 @@ gets a freshly restored table and a freshly started server.
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
-from bench.core.settings import DB_TESTS, NO_DB_TESTS, SelectionError, Settings, validate
+from bench.core.settings import DB_TESTS, NO_DB_TESTS, NO_PROXY, SelectionError, Settings, \
+    validate
 
 
 @dataclass(frozen=True)
@@ -27,25 +29,38 @@ class Variant:
 
 @dataclass(frozen=True)
 class LoadParams:
-    """The load parameters that are part of a case's identity. Later modes (a concurrency
-    sweep, Connection: close, another load generator) add values here, not a new schema."""
+    """The load parameters that are part of a case's identity: the client connections, the
+    connection mode, the reverse proxy in front (or none), and the load generator with,
+    for an open-model generator, the rate asked for ("50%" of the case's measured maximum,
+    or absolute req/s)."""
     connections: int
     connection_mode: str = "keep-alive"
     generator: str = "wrk"
+    proxy: str = NO_PROXY
+    rate: str | None = None
 
     def as_dict(self) -> dict:
         return {"connections": self.connections, "connection_mode": self.connection_mode,
-                "generator": self.generator}
+                "generator": self.generator, "proxy": self.proxy, "rate": self.rate}
 
     @property
     def suffix(self) -> str:
-        """'' for the default parameters, so today's case ids stay as they were."""
+        """'' for the default parameters, so older case ids stay as they were."""
         parts = []
         if self.connection_mode != "keep-alive":
             parts.append(self.connection_mode)
+        if self.proxy != NO_PROXY:
+            parts.append(f"behind-{self.proxy}")
         if self.generator != "wrk":
             parts.append(self.generator)
+        if self.rate is not None:
+            parts.append(f"r{self.rate}")
         return "".join(f"@{p}" for p in parts)
+
+    @property
+    def closed_loop(self) -> "LoadParams":
+        """The wrk case whose measured maximum a rate point's share refers to."""
+        return LoadParams(self.connections, self.connection_mode, "wrk", self.proxy)
 
 
 @dataclass(frozen=True)
@@ -76,19 +91,47 @@ def _orm_wanted(orm: bool, choice: str) -> bool:
     return choice == "both" or (choice == "orm") == orm
 
 
-def plan(settings: Settings, specs: dict[str, ServerSpec]) -> list[Case]:
-    """Cases in a stable order: per server, DB tests per variant, then the no-DB tests."""
-    validate(settings, list(specs))
-    load = LoadParams(settings.connections)
+def load_points(settings: Settings) -> list[LoadParams]:
+    """Every combination of the load modes asked for: the closed-loop (wrk) points, then
+    the open-model (oha) points at each rate."""
+    closed = [LoadParams(level, mode, "wrk", proxy) for proxy in settings.behind
+              for mode in settings.connection_modes for level in settings.levels]
+    return closed + [LoadParams(p.connections, p.connection_mode, OPEN_MODEL_GENERATOR,
+                                p.proxy, rate) for p in closed for rate in settings.rates]
+
+
+OPEN_MODEL_GENERATOR = "oha"
+
+
+def plan(settings: Settings, specs: dict[str, ServerSpec],
+         proxies: list[str] = ()) -> list[Case]:
+    """Cases in a stable order: per server, DB tests per variant, then the no-DB tests,
+    each at every load point. Reference servers (the ceiling) come last, for the no-DB
+    tests only and only directly (a proxy in front of the ceiling would measure the proxy
+    twice): all of them with `ceiling` when any framework is measured, and any named in
+    `servers`."""
+    validate(settings, list(specs), proxies)
+    points = load_points(settings)
+    selected = settings.servers or sorted(s for s in specs if not specs[s].reference)
+    frameworks = [s for s in selected if not specs[s].reference]
+    references = [s for s in selected if specs[s].reference]
+    if settings.ceiling and frameworks:
+        references += [s for s in sorted(specs) if specs[s].reference and s not in references]
     cases: list[Case] = []
-    for server_id in settings.servers or sorted(specs):
+    for server_id in frameworks:
         spec = specs[server_id]
         for database, orm in spec.variants():
             if database in settings.databases and _orm_wanted(orm, settings.orm):
-                cases += [Case(Variant(spec, database, orm), t, load)
-                          for t in DB_TESTS if t in settings.tests]
-        cases += [Case(Variant(spec, "none", False), t, load)
-                  for t in NO_DB_TESTS if t in settings.tests]
+                cases += [Case(Variant(spec, database, orm), t, p)
+                          for t in DB_TESTS if t in settings.tests for p in points]
+        cases += [Case(Variant(spec, "none", False), t, p)
+                  for t in NO_DB_TESTS if t in settings.tests for p in points]
+    # the ceiling is a throughput: closed-loop points only
+    direct = list(dict.fromkeys(dataclasses.replace(p, proxy=NO_PROXY) for p in points
+                                if p.rate is None))
+    for server_id in references:
+        cases += [Case(Variant(specs[server_id], "none", False), t, p)
+                  for t in NO_DB_TESTS if t in settings.tests for p in direct]
     check_budgets(settings, cases)
     return cases
 
@@ -107,13 +150,19 @@ def schedule(cases: list[Case], repeat: int, seed: int) -> list[Sample]:
     """Every (case, repetition) pair, in rounds: each round measures every case once, in
     an order shuffled with `seed`. Order effects (a checkpoint left by the previous
     `update user`, heat, caches) then land on different cases each round and show up as
-    spread, instead of as a bias that always favours the same case."""
+    spread, instead of as a bias that always favours the same case.
+
+    Open-model points whose rate is a share of a case's measured maximum need that
+    maximum first: they follow, in rounds of their own, once every closed-loop sample
+    is done."""
     rng = random.Random(seed)
     samples: list[Sample] = []
-    for rnd in range(repeat):
-        order = list(cases)
-        rng.shuffle(order)
-        samples += [Sample(case, rnd, rnd) for case in order]
+    for phase in ([c for c in cases if c.load.rate is None],
+                  [c for c in cases if c.load.rate is not None]):
+        for rnd in range(repeat if phase else 0):
+            order = list(phase)
+            rng.shuffle(order)
+            samples += [Sample(case, rnd, rnd) for case in order]
     return samples
 
 

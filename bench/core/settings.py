@@ -17,6 +17,10 @@ TESTS = ("get user", "update user", "plain", "to json")
 DB_TESTS = ("get user", "update user")        # measured per database and ORM variant
 NO_DB_TESTS = ("plain", "to json")            # measured once per server, with no database
 ORM_CHOICES = ("both", "raw", "orm")
+# keep-alive: one TCP connection per client connection for the whole window (wrk's
+# default); close: `Connection: close` on every request, a new TCP connection each time
+CONNECTION_MODES = ("keep-alive", "close")
+NO_PROXY = "none"
 
 
 class SelectionError(ValueError):
@@ -83,6 +87,24 @@ class Settings:
     repeat: int = PRESETS["default"].repeat
     connections: int = PRESETS["default"].connections
     threads: int | None = None           # None: default_threads(connections)
+    # the concurrency sweep: several client connection counts, each its own case (None:
+    # just `connections`, which a preset sets)
+    connection_levels: list[int] | None = None
+    connection_modes: list[str] = field(default_factory=lambda: ["keep-alive"])
+    # "none" = clients talk to the server directly; a proxy name (proxies/<name>/) puts
+    # that reverse proxy in front of every server; several = each a case of its own
+    behind: list[str] = field(default_factory=lambda: [NO_PROXY])
+    # measure the reference servers (manifest `reference = true`, e.g. nginx answering
+    # from its config) in the same run, as the ceiling of the `plain`/`to json` tables
+    ceiling: bool = True
+    # CPU placement (Linux CPU lists such as "0-3,8"); None = not pinned
+    server_cpus: str | None = None
+    client_cpus: str | None = None
+    db_cpus: str | None = None
+    # open-model points: "50%" of the case's measured maximum req/s, or absolute req/s
+    rates: list[str] = field(default_factory=list)
+    # the knee of a latency-vs-rate curve: the highest rate whose p99 stays under this
+    knee_p99_ms: float = 20.0
     workers: int = 8
     # Total DB connections a server may hold, split exactly over its processes, so that
     # no framework wins by opening more connections than another. 64 = the default load's
@@ -109,6 +131,16 @@ class Settings:
     results_dir: Path = REPO / "results"
     servers_dirs: list[Path] = field(default_factory=lambda: [REPO / "servers"])
 
+    def cpus(self, side: str) -> list[int] | None:
+        """The CPUs `side` ("server", "client" or "db") is pinned to; None = not pinned."""
+        text = getattr(self, f"{side}_cpus")
+        return None if text is None else parse_cpu_list(text, f"--{side}-cpus")
+
+    @property
+    def upstream_port(self) -> int:
+        """Where a server listens when a proxy takes `port`."""
+        return self.port + 1
+
     def apply_preset(self, name: str) -> None:
         if name not in PRESETS:
             raise SelectionError(f"unknown --preset {name!r}; valid: {', '.join(PRESETS)}")
@@ -119,7 +151,15 @@ class Settings:
 
     @property
     def wrk_threads(self) -> int:
-        return self.threads if self.threads is not None else default_threads(self.connections)
+        return self.threads_for(self.connections)
+
+    def threads_for(self, connections: int) -> int:
+        return self.threads if self.threads is not None else default_threads(connections)
+
+    @property
+    def levels(self) -> list[int]:
+        """The client connection counts measured, in the order given."""
+        return list(self.connection_levels or [self.connections])
 
     def public(self) -> dict:
         """What results.json records: everything that shapes the numbers, no secrets."""
@@ -131,7 +171,46 @@ class Settings:
         d["threads_requested"] = self.threads
         d["results_dir"] = str(self.results_dir)
         d["servers_dirs"] = [str(p) for p in self.servers_dirs]
+        d["connection_levels"] = self.levels
+        for side in ("server", "client", "db"):
+            d[f"{side}_cpus"] = self.cpus(side)
         return d
+
+
+def parse_cpu_list(text: str, flag: str = "CPU list") -> list[int]:
+    """A Linux CPU list ("0-3,8") as sorted CPU numbers; SelectionError when malformed."""
+    cpus: set[int] = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                low, high = (int(x) for x in part.split("-", 1))
+                if low > high:
+                    raise ValueError
+                cpus.update(range(low, high + 1))
+            else:
+                cpus.add(int(part))
+        except ValueError:
+            raise SelectionError(f"{flag} {text!r} is not a CPU list such as 0-3,8") from None
+    if not cpus or min(cpus) < 0:
+        raise SelectionError(f"{flag} {text!r} is not a CPU list such as 0-3,8")
+    return sorted(cpus)
+
+
+def parse_rate(text: str) -> tuple[str, float]:
+    """("share", 0.5) for "50%", ("absolute", 2000.0) for "2000"; SelectionError else."""
+    value = str(text).strip()
+    try:
+        if value.endswith("%"):
+            share = float(value[:-1]) / 100
+            if 0 < share <= 1:
+                return "share", share
+        elif float(value) > 0:
+            return "absolute", float(value)
+    except ValueError:
+        pass
+    raise SelectionError(f"--rate {text!r}: give a share of each case's measured maximum "
+                         f"from 1% to 100% (e.g. 50%) or an absolute rate in req/s (e.g. 2000)")
 
 
 def normalise_test(name: str) -> str:
@@ -145,10 +224,23 @@ def check_names(kind: str, given: list[str], valid: list[str]) -> None:
                              f"valid: {', '.join(valid)}")
 
 
-def validate(settings: Settings, server_ids: list[str]) -> None:
+def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ()) -> None:
     """Every setting checked before any long work starts; the error names the flag."""
     s = settings
     check_names("server", s.servers, sorted(server_ids))
+    check_names("connection mode", s.connection_modes, list(CONNECTION_MODES))
+    check_names("--behind proxy", s.behind, [NO_PROXY, *sorted(proxies)])
+    for flag, values in (("connections", s.levels), ("connection-mode", s.connection_modes),
+                         ("behind", s.behind), ("rate", s.rates)):
+        if len(set(values)) != len(values):
+            raise SelectionError(f"--{flag} lists a value twice: {','.join(map(str, values))}")
+    if any(level <= 0 for level in s.levels):
+        raise SelectionError(f"--connections must be positive, got {','.join(map(str, s.levels))}")
+    for rate in s.rates:
+        parse_rate(rate)
+    if not s.knee_p99_ms > 0:
+        raise SelectionError(f"--knee-p99 must be positive (ms), got {s.knee_p99_ms:g}")
+    validate_cpus(s)
     check_names("database", s.databases, list(KNOWN_DATABASES))
     check_names("test", s.tests, list(TESTS))
     if s.orm not in ORM_CHOICES:
@@ -169,17 +261,52 @@ def validate(settings: Settings, server_ids: list[str]) -> None:
     if s.threads is not None:
         if s.threads <= 0:
             raise SelectionError(f"--threads must be positive, got {s.threads}")
-        if s.threads > s.connections:
-            raise SelectionError(f"--threads {s.threads} exceeds --connections {s.connections}: "
-                                 f"wrk needs at least one connection per thread")
-        if s.connections % s.threads:
-            fits = [t for t in range(1, s.threads + 1) if s.connections % t == 0][-1]
-            raise SelectionError(
-                f"--connections {s.connections} does not divide over --threads {s.threads}: wrk "
-                f"would open only {s.threads * (s.connections // s.threads)} connections. Use "
-                f"--threads {fits}, or --connections {s.threads * -(-s.connections // s.threads)}")
-    for flag, port in (("port", s.port), ("pg-port", s.pg_port), ("mysql-port", s.mysql_port)):
+        for level in s.levels:
+            check_threads(s.threads, level)
+    for flag, port in (("port", s.port), ("pg-port", s.pg_port), ("mysql-port", s.mysql_port),
+                       ("port (+1, the upstream port behind a proxy)", s.upstream_port)):
         if not 1 <= port <= 65535:
             raise SelectionError(f"--{flag} must be a TCP port (1-65535), got {port}")
     if not s.token or any(c.isspace() for c in s.token):
         raise SelectionError("--token must be a non-empty string without whitespace")
+
+
+def check_threads(threads: int, connections: int) -> None:
+    if threads > connections:
+        raise SelectionError(f"--threads {threads} exceeds --connections {connections}: "
+                             f"wrk needs at least one connection per thread")
+    if connections % threads:
+        fits = [t for t in range(1, threads + 1) if connections % t == 0][-1]
+        raise SelectionError(
+            f"--connections {connections} does not divide over --threads {threads}: wrk "
+            f"would open only {threads * (connections // threads)} connections. Use "
+            f"--threads {fits}, or --connections {threads * -(-connections // threads)}")
+
+
+def validate_cpus(s: Settings, usable: list[int] | None = None) -> None:
+    """Each side's CPU list must name CPUs this process may use; overlapping sides are
+    allowed (a user may mean it) but reported by the run's header."""
+    usable = sorted(os.sched_getaffinity(0)) if usable is None else usable
+    for side in ("server", "client", "db"):
+        text = getattr(s, f"{side}_cpus")
+        if text is None:
+            continue
+        cpus = parse_cpu_list(text, f"--{side}-cpus")
+        outside = [c for c in cpus if c not in usable]
+        if outside:
+            raise SelectionError(
+                f"--{side}-cpus {text}: CPU {', '.join(map(str, outside))} is not usable here; "
+                f"valid CPUs: {format_cpu_list(usable)}")
+
+
+def format_cpu_list(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    out, run = [], []
+    for cpu in sorted(cpus):
+        if run and cpu != run[-1] + 1:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = []
+        run.append(cpu)
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)

@@ -48,10 +48,12 @@ class LocalHost:
 
     # ------------------------------------------------------------ processes
     def spawn(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
-              log_path: Path | None = None) -> subprocess.Popen:
+              log_path: Path | None = None, cpus: list[int] | None = None) -> subprocess.Popen:
         """Start argv in a new session (its own process group); output to log_path, or to
         this terminal when None. A Ctrl-C in the terminal reaches the harness only, which
-        then stops everything in order."""
+        then stops everything in order. `cpus`: the CPUs it and everything it forks may
+        run on."""
+        argv = pinned(argv, cpus)
         log = open(log_path, "ab") if log_path else None
         try:
             if log:
@@ -66,10 +68,11 @@ class LocalHost:
 
     def run(self, argv: list[str], *, timeout: float, cwd: Path | None = None,
             env: dict | None = None, on_start: Callable[[int], None] | None = None,
-            stop_signal: int = signal.SIGINT) -> Completed:
+            stop_signal: int = signal.SIGINT, cpus: list[int] | None = None) -> Completed:
         """Run argv to completion and return its output and its own CPU time (from wait4's
         rusage, exact). Past `timeout` it gets `stop_signal`, then SIGKILL. On any exception
         (Ctrl-C included) the process is killed and reaped before the exception goes on."""
+        argv = pinned(argv, cpus)
         with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
             start = time.monotonic()
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -121,6 +124,24 @@ class LocalHost:
                     _, status, _ = os.wait4(proc.pid, 0)
                     proc.returncode = os.waitstatus_to_exitcode(status)
         return proc.returncode if proc.returncode is not None else -9, 0.0
+
+    def pin(self, pid: int, cpus: list[int]) -> None:
+        """Move every thread of a running process to `cpus` (threads it starts later
+        inherit the mask of the thread that starts them, processes it forks too)."""
+        try:
+            tasks = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
+        except FileNotFoundError:          # gone already
+            return
+        for tid in tasks:
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(tid, cpus)
+
+    def affinity(self, pid: int) -> list[int] | None:
+        """The CPUs a running process may use (None once it is gone)."""
+        try:
+            return sorted(os.sched_getaffinity(pid))
+        except (ProcessLookupError, PermissionError):
+            return None
 
     def signal_group(self, pid: int, sig: int) -> bool:
         """Send sig to the process group led by pid; False when it is gone."""
@@ -208,8 +229,26 @@ class LocalHost:
                 return False
         return True
 
+    def tcp_connections_accepted(self) -> int:
+        """TCP connections this network namespace has accepted so far (the kernel's
+        PassiveOpens counter): the difference over a window counts the connections the
+        servers (and a proxy) accepted in it, which `Connection: close` must make one per
+        request."""
+        lines = Path("/proc/net/snmp").read_text().splitlines()
+        names, values = [line.split() for line in lines if line.startswith("Tcp:")][:2]
+        return int(values[names.index("PassiveOpens")])
+
     def which(self, tool: str) -> str | None:
         return shutil.which(tool)
+
+
+def pinned(argv: list[str], cpus: list[int] | None) -> list[str]:
+    """argv started on `cpus` only. taskset sets the mask and then execs argv (same pid),
+    so the mask is in place before the program forks a single worker; setting it after
+    the start would race with the workers the program forks at once."""
+    if not cpus:
+        return list(argv)
+    return ["taskset", "--cpu-list", ",".join(map(str, cpus)), *argv]
 
 
 LOCAL = LocalHost()

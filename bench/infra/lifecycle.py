@@ -1,12 +1,14 @@
 """The one sequence every command uses to bring a server up and down:
-restore the table -> (let the database settle) -> start the server -> wait until it answers as itself -> (verify) ->
-use it -> stop its whole process group. `run`, `verify`, `serve` and the contract tests
+restore the table -> (let the database settle) -> start the server -> wait until it answers
+as itself -> (verify) -> (start a reverse proxy in front of it) -> use it -> stop the proxy
+and the server's whole process group. `run`, `verify`, `serve` and the contract tests
 all go through `running_server`, so they cannot drift apart.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -24,6 +26,12 @@ class Running:
     overhead_s: dict = field(default_factory=dict)   # restore, start_to_ready, stop, total
     verification: Any = None                          # what the verifier returned, if any
     settled: Any = None                               # what settle_db returned, if any
+    proxy: Any = None                                 # the proxy in front, if any
+
+    @property
+    def base_url(self) -> str:
+        """Where the load goes: the proxy when there is one, else the server."""
+        return self.proxy.base_url if self.proxy is not None else self.server.base_url
 
 
 @contextmanager
@@ -32,13 +40,17 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                    verifier: Callable[[ServerProcess], Any] | None = None,
                    overhead_s: dict | None = None,
                    settle_db: Callable[[], Any] | None = None,
-                   host: LocalHost = LOCAL) -> Iterator[Running]:
+                   proxy: Any = None, host: LocalHost = LOCAL) -> Iterator[Running]:
     """A freshly restored table and a freshly started, ready server; always stopped.
 
+    `proxy` (a ProxySpec): the server listens on the upstream port and the proxy takes
+    the server's port, so clients find it where they would find the server.
     `overhead_s` (a dict of the caller's, or a new one) is filled as the steps happen, so
     a caller that catches an exception still has the timings of the steps that ran.
     ServerError propagates (it carries the server log's tail)."""
-    running = Running(ServerProcess(variant, settings, endpoint, log_path, host),
+    server_settings = settings if proxy is None else \
+        dataclasses.replace(settings, port=settings.upstream_port)
+    running = Running(ServerProcess(variant, server_settings, endpoint, log_path, host),
                       overhead_s if overhead_s is not None else {})
     overhead = running.overhead_s
     overhead["restore"] = round(db.restore(endpoint), 4) if endpoint is not None else 0.0
@@ -47,14 +59,25 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
         running.settled = settle_db()
         overhead["settle"] = round(running.settled.seconds, 4)
     try:
-        t0 = time.monotonic()
-        running.server.start()
-        running.server.wait_ready()
-        overhead["start_to_ready"] = round(time.monotonic() - t0, 4)
-        if verifier is not None:
-            running.verification = verifier(running.server)
-        yield running
+        with ExitStack() as in_front:
+            t0 = time.monotonic()
+            running.server.start()
+            running.server.wait_ready()
+            overhead["start_to_ready"] = round(time.monotonic() - t0, 4)
+            if verifier is not None:
+                running.verification = verifier(running.server)
+            if proxy is not None:
+                from bench.infra.proxy import running_proxy
+                t0 = time.monotonic()
+                running.proxy = in_front.enter_context(running_proxy(
+                    proxy, listen_host=settings.host, listen_port=settings.port,
+                    upstream_host=settings.host, upstream_port=server_settings.port,
+                    workers=settings.workers, log_path=log_path,
+                    cpus=settings.cpus("server"), host=host))
+                overhead["proxy_start"] = round(time.monotonic() - t0, 4)
+            yield running
     finally:
         overhead["stop"] = round(running.server.stop(), 4)
         overhead["total"] = round(sum(overhead.get(k, 0.0) for k in
-                                      ("restore", "settle", "start_to_ready", "stop")), 4)
+                                      ("restore", "settle", "start_to_ready", "proxy_start",
+                                       "stop")), 4)

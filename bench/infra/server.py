@@ -135,7 +135,8 @@ class ServerProcess:
         try:
             # own process group: stop() can reach every worker the server forks
             self.proc = self.host.spawn(self.command(), cwd=self.spec.dir,
-                                        env=self.environment(), log_path=self.log_path)
+                                        env=self.environment(), log_path=self.log_path,
+                                        cpus=self.settings.cpus("server"))
         except FileNotFoundError as exc:
             raise ServerError(f"cannot start {self.spec.id}: {exc.filename} not found "
                               f"(was it built? `make setup` builds every server)") from exc

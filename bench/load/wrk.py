@@ -60,6 +60,9 @@ class LoadSettings:
     timeout_s: float = 5.0
     seed: int = 1
     token: str = "hardcoded_token"
+    # `Connection: close` on every request: wrk then opens a new TCP connection for each
+    # (it reconnects whenever a response does not allow keep-alive)
+    connection_close: bool = False
 
     def __post_init__(self) -> None:
         if self.threads < 1:
@@ -150,6 +153,7 @@ def wrk_command(test: str, base_url: str, settings: LoadSettings,
         "-d", f"{_whole_seconds(duration)}s",
         "--timeout", f"{_whole_seconds(settings.timeout_s)}s",
         "--latency",
+        *(["-H", "Connection: close"] if settings.connection_close else []),
         "-s", str(script_for(test)),
         base_url.rstrip("/"),
         "--", settings.token, str(int(settings.seed)),
@@ -266,21 +270,22 @@ def parse_wrk_output(stdout: str, stderr: str = "", connections: int | None = No
 
 def run_wrk(test: str, base_url: str, settings: LoadSettings,
             duration_s: float | None = None, *, host: LocalHost = LOCAL,
-            on_start: Callable[[int], None] | None = None) -> LoadResult:
+            on_start: Callable[[int], None] | None = None,
+            cpus: list[int] | None = None) -> LoadResult:
     """Run wrk for one test and return its parsed summary and client CPU usage.
 
     Raises LoadError if wrk is missing, exceeds duration + 30 s, or prints no WRK_JSON
     line (e.g. "unable to connect" when nothing listens at base_url). A run that has
     errors (connect/status/lost...) is NOT an exception: look at summary["errors"].
     On KeyboardInterrupt wrk is killed and the interrupt re-raised. `on_start` gets
-    wrk's pid (the resource sampler watches it).
+    wrk's pid (the resource sampler watches it); `cpus` pins it (--client-cpus).
     """
     wrk = require_wrk(host)
     command = wrk_command(test, base_url, settings, duration_s)
     argv = [wrk] + command[1:]
     duration = _whole_seconds(settings.duration_s if duration_s is None else duration_s)
     # SIGINT makes wrk stop early and still print its report
-    done = host.run(argv, timeout=duration + KILL_GRACE_S, on_start=on_start)
+    done = host.run(argv, timeout=duration + KILL_GRACE_S, on_start=on_start, cpus=cpus)
     if done.timed_out:
         raise LoadError(
             f"wrk did not finish within {duration + KILL_GRACE_S:.0f} s and was killed: "

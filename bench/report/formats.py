@@ -6,12 +6,20 @@ the numbers unformatted and the statistics in extra columns; json: everything.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 
 from tabulate import tabulate
 
-from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, Row, Table, header_sentence
+from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
+    header_sentence
+
+CEILING_COLUMN = "of ceiling"
+RATE_PERCENTILES = ("p50", "p90", "p99", "p99_9")
+RATE_COLUMNS = ["test_name", "webserver_name", "database", "orm", "rate asked",
+                "req/sec achieved", "not sent", "latency_p50", "latency_p90", "latency_p99",
+                "latency_p99.9", "status"]
 
 TIE_MARK = "≈"
 
@@ -43,7 +51,8 @@ EXTRA_COLUMNS = {
                  lambda r: r.relative),
 }
 STATS_COLUMNS = ["status", "reason", "samples", "req_sec_cv", "req_sec_ci95_low",
-                 "req_sec_ci95_high", "tie_with_row_above", "unstable", "client_bound"]
+                 "req_sec_ci95_high", "tie_with_row_above", "unstable", "client_bound",
+                 "connections", "connection_mode", "proxy", "reference", "of_ceiling"]
 
 
 def _rps_cell(row: Row) -> str:
@@ -65,17 +74,53 @@ def _latency_cells(row: Row) -> list[str]:
             for p in PERCENTILES]
 
 
+def _server_cell(row: Row) -> str:
+    return f"{row.server} (reference)" if row.reference else row.server
+
+
+def _ceiling_cell(row: Row) -> str:
+    return _fmt(row.of_ceiling and row.of_ceiling * 100, ".1f", " %")
+
+
 def markdown_rows(table: Table, extra: list[str] = ()) -> list[list[str]]:
-    return [[r.test, r.server, r.database, r.orm, _rps_cell(r), *_latency_cells(r),
+    return [[r.test, _server_cell(r), r.database, r.orm, _rps_cell(r), *_latency_cells(r),
+             *([_ceiling_cell(r)] if table.ceiling else []),
              *[EXTRA_COLUMNS[c][1](r) if r.ranked else "-" for c in extra]]
             for r in table.rows]
 
 
-def headers(extra: list[str] = ()) -> list[str]:
-    return CONTRACT_COLUMNS + [EXTRA_COLUMNS[c][0] for c in extra]
+def headers(extra: list[str] = (), ceiling: bool = False) -> list[str]:
+    return CONTRACT_COLUMNS + ([CEILING_COLUMN] if ceiling else []) + \
+        [EXTRA_COLUMNS[c][0] for c in extra]
 
 
-def to_markdown(tables: list[Table], doc: dict, extra: list[str] = ()) -> str:
+def _rate_cells(row) -> list[str]:
+    asked = "-" if row.asked is None else f"{row.asked:,.0f} req/s"
+    if row.rate.endswith("%"):
+        asked += f" ({row.rate})"
+    status = row.status if row.status == "ok" else f"{row.status}: {row.reason or ''}"
+    return [row.test, row.server, row.database, row.orm, asked,
+            _fmt(row.achieved, ",.0f") + (" (knee)" if row.knee else ""),
+            _fmt(row.not_sent, ",d"),
+            *[_fmt(row.latency_ms.get(p), ".2f", " ms") for p in RATE_PERCENTILES], status]
+
+
+def rate_markdown(table: RateTable) -> list[str]:
+    out = [f"## {table.title}", "", tabulate([_rate_cells(r) for r in table.rows], RATE_COLUMNS,
+                                             tablefmt="pipe", disable_numparse=True), ""]
+    out += [f"Latency is measured from each request's intended send time (oha "
+            f"--latency-correction), so a stalled server cannot hide the requests it delayed. "
+            f"The knee is the highest rate whose p99 stays under {table.bound_ms:g} ms "
+            f"(--knee-p99):", ""]
+    out += [f"- {name}: " + (f"{rate:,.0f} req/s" if rate else
+                              f"none (p99 over {table.bound_ms:g} ms at the lowest rate, or "
+                              f"that rate was not reached)")
+            for name, rate in table.knees.items()]
+    return out + [""]
+
+
+def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
+                rates: list[RateTable] = ()) -> str:
     out = [f"# Results of run {doc['run_id']}", "", header_sentence(doc), ""]
     repeat = doc["settings"].get("repeat", 1)
     if repeat > 1:
@@ -87,14 +132,21 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = ()) -> str:
         out += ["One sample per case: no spread and no confidence interval, so the order "
                 "of close rows is not tested (use --repeat or a preset).", ""]
     for table in tables:
-        out += [f"## {table.title}", "", tabulate(markdown_rows(table, extra), headers(extra),
+        out += [f"## {table.title}", "", tabulate(markdown_rows(table, extra),
+                                                  headers(extra, bool(table.ceiling)),
                                                   tablefmt="pipe", disable_numparse=True), ""]
+        if table.ceiling:
+            out += [f"{CEILING_COLUMN}: each row's req/sec as a share of {table.ceiling}'s, a "
+                    f"reference server that does the least possible work per request, measured "
+                    f"in the same run under the same load: what the machine can do at all.", ""]
         if len(table.client_bound) > 1:
             out += [f"Client-bound rows ({', '.join(table.client_bound)}) measure the load "
                     f"generator as much as the server: their order among themselves is not a "
                     f"ranking.", ""]
         if table.notes:
             out += ["Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(table.notes, 1)] + [""]
+    for table in rates:
+        out += rate_markdown(table)
     return "\n".join(out)
 
 
@@ -113,7 +165,9 @@ def csv_rows(tables: list[Table], extra: list[str] = ()) -> list[list[str]]:
                          r.status, r.reason or "", str(r.rps.n), _number(r.rps.cv),
                          _number(r.rps.ci_low), _number(r.rps.ci_high),
                          "" if r.tie is None else str(r.tie), str(r.unstable),
-                         str(r.client_bound),
+                         str(r.client_bound), str(table.load["connections"]),
+                         table.load["connection_mode"], table.load.get("proxy", "none"),
+                         str(r.reference), _number(r.of_ceiling),
                          *[_csv_value(EXTRA_COLUMNS[c][2](r)) if ok else "" for c in extra]])
     return rows
 
@@ -124,15 +178,32 @@ def _csv_value(value) -> str:
     return _number(value)
 
 
-def to_csv(tables: list[Table], doc: dict | None = None, extra: list[str] = ()) -> str:
+def to_csv(tables: list[Table], doc: dict | None = None, extra: list[str] = (),
+           rates: list[RateTable] = ()) -> str:
+    """The closed-loop rows; then, after a blank line, the open-model points (their own
+    columns) when there are any."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CONTRACT_COLUMNS + STATS_COLUMNS + [EXTRA_COLUMNS[c][0] for c in extra])
     writer.writerows(csv_rows(tables, extra))
+    if rates:
+        writer.writerow([])
+        writer.writerow(["test_name", "webserver_name", "database", "orm", "connections",
+                         "connection_mode", "proxy", "rate", "rate_asked", "req_sec_achieved",
+                         "not_sent", *[f"latency_{p}" for p in RATE_PERCENTILES], "status",
+                         "reason", "knee"])
+        for t in rates:
+            writer.writerows([[r.test, r.server, r.database, r.orm, str(t.load["connections"]),
+                               t.load["connection_mode"], t.load["proxy"], r.rate,
+                               _number(r.asked), _number(r.achieved),
+                               "" if r.not_sent is None else str(r.not_sent),
+                               *[_number(r.latency_ms.get(p)) for p in RATE_PERCENTILES],
+                               r.status, r.reason or "", str(r.knee)] for r in t.rows])
     return buf.getvalue()
 
 
-def to_json(tables: list[Table], doc: dict, extra: list[str] = ()) -> str:
+def to_json(tables: list[Table], doc: dict, extra: list[str] = (),
+            rates: list[RateTable] = ()) -> str:
     return json.dumps({
         "run_id": doc["run_id"], "status": doc["status"], "header": header_sentence(doc),
         "tables": [{
@@ -143,8 +214,13 @@ def to_json(tables: list[Table], doc: dict, extra: list[str] = ()) -> str:
                       "tie_with_row_above": r.tie, "unstable": r.unstable,
                       "client_bound": r.client_bound, "resources": r.resources,
                       "error_rate": r.error_rate, "relative_to_best": r.relative,
-                      "notes": r.notes} for r in t.rows]}
-            for t in tables]}, indent=2) + "\n"
+                      "reference": r.reference, "of_ceiling": r.of_ceiling,
+                      "notes": r.notes} for r in t.rows], "ceiling": t.ceiling}
+            for t in tables],
+        "rate_tables": [{"test": t.test, "title": t.title, "load": t.load,
+                         "knee_p99_ms": t.bound_ms, "knees": t.knees,
+                         "rows": [dataclasses.asdict(r) for r in t.rows]} for t in rates]},
+        indent=2) + "\n"
 
 
 EXPORTERS = {"md": to_markdown, "csv": to_csv, "json": to_json}

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.analysis import statistics
+from bench.analysis.knee import RatePoint, knee
 from bench.analysis.statistics import Spread
-from bench.core.settings import NO_DB_TESTS, TESTS
+from bench.core.settings import NO_DB_TESTS, TESTS, format_cpu_list
 
 CONTRACT_COLUMNS = ["test_name", "webserver_name", "database", "orm", "req/sec",
                     "latency_p50", "latency_p75", "latency_p90", "latency_p99"]
@@ -36,6 +37,8 @@ class Row:
     error_rate: float | None = None
     relative: float | None = None      # median / the best ranked median of the table
     notes: list[int] = field(default_factory=list)    # numbers of the table's notes
+    reference: bool = False            # a reference server (the ceiling), not a framework
+    of_ceiling: float | None = None    # median / the reference server's median
 
     @property
     def ranked(self) -> bool:
@@ -49,6 +52,7 @@ class Table:
     load: dict                 # the case key's load parameters shared by the rows
     rows: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ceiling: str | None = None         # the reference server the rows are a fraction of
 
     @property
     def client_bound(self) -> list[str]:
@@ -60,11 +64,22 @@ class Table:
 
 
 def _load_params(case: dict) -> tuple:
+    """(connections, connection mode, proxy) of a closed-loop case (older results have no
+    proxy: they ran without one)."""
     key = case["key"]
-    return key["connections"], key["connection_mode"], key["generator"]
+    return key["connections"], key["connection_mode"], key.get("proxy", "none")
 
 
-def _row(case: dict) -> Row:
+def _is_open_model(case: dict) -> bool:
+    return case["key"].get("rate") is not None
+
+
+def describe_load(connections: int, mode: str, proxy: str) -> str:
+    text = f"{connections} connections, {mode}"
+    return text + (f", behind {proxy}" if proxy != "none" else "")
+
+
+def _row(case: dict, reference: bool = False) -> Row:
     stats = case.get("stats") or statistics.summarise_case(case["samples"], 0.10)
     no_db = case["test"] in NO_DB_TESTS
     return Row(test=case["test"], server=case["server"],
@@ -73,38 +88,148 @@ def _row(case: dict) -> Row:
                status=stats["status"], reason=stats["reason"],
                rps=Spread(**stats["requests_per_sec"]), latency_ms=stats["latency_ms"],
                unstable=stats["unstable"], client_bound=stats["client_bound"],
-               resources=stats["resources"], error_rate=stats["error_rate"])
+               resources=stats["resources"], error_rate=stats["error_rate"],
+               reference=reference)
+
+
+def _table_order(item) -> tuple:
+    """The contract's test order, then connections, mode, and direct before a proxy."""
+    (test, connections, mode, proxy), _ = item
+    return TESTS.index(test), connections, mode, proxy != "none", proxy
+
+
+def is_reference(doc: dict, server: str) -> bool:
+    return bool((doc.get("servers") or {}).get(server, {}).get("reference"))
 
 
 def build_tables(doc: dict) -> list[Table]:
-    """One table per test and set of load parameters, in the contract's test order."""
+    """One table per test and set of closed-loop load parameters (connections, connection
+    mode, proxy), in the contract's test order. A reference server's row is the ceiling
+    of its table: every row says what fraction of it it reached, and rows behind a proxy
+    are measured against the direct ceiling at the same connections and mode."""
     doc = statistics.refresh(doc)
     groups: dict[tuple, list[dict]] = {}
     for case in doc["cases"]:
-        if case["status"] == "pending":
+        if case["status"] == "pending" or _is_open_model(case):
             continue
         groups.setdefault((case["test"], *_load_params(case)), []).append(case)
-    levels = {k[1:] for k in groups}
+    points = {k[1:] for k in groups}
+    ceilings = _ceilings(doc, groups)
     tables = []
-    for (test, connections, mode, generator), cases in sorted(
-            groups.items(), key=lambda kv: (TESTS.index(kv[0][0]), kv[0][1:])):
+    for (test, connections, mode, proxy), cases in sorted(groups.items(), key=_table_order):
         title = test
-        if len(levels) > 1:
-            title += f" ({connections} connections, {mode}, {generator})"
+        if len(points) > 1:
+            title += f" ({describe_load(connections, mode, proxy)})"
         table = Table(test, title, {"connections": connections, "connection_mode": mode,
-                                    "generator": generator})
-        rows = [(_row(c), c) for c in cases]
+                                    "generator": "wrk", "proxy": proxy})
+        rows = [(_row(c, is_reference(doc, c["server"])), c) for c in cases]
         ranked = sorted((rc for rc in rows if rc[0].ranked), key=lambda rc: -rc[0].rps.median)
         others = [rc for rc in rows if not rc[0].ranked]
         for row, tie in zip([r for r, _ in ranked], statistics.ties([r.rps for r, _ in ranked])):
             row.tie = tie
             row.relative = row.rps.median / ranked[0][0].rps.median
+        ceiling = ceilings.get((test, connections, mode))
+        if ceiling is not None:
+            table.ceiling = ceiling.server
+            for row, _ in ranked:
+                row.of_ceiling = row.rps.median / ceiling.rps.median
         for row, case in ranked + others:
             for warning in case.get("warnings", []):
                 table.notes.append(f"{row.server} ({case['database']}, "
                                    f"{'orm' if case['orm'] else 'raw'}): {warning}")
                 row.notes.append(len(table.notes))
             table.rows.append(row)
+        tables.append(table)
+    return tables
+
+
+def _ceilings(doc: dict, groups: dict[tuple, list[dict]]) -> dict[tuple, Row]:
+    """(test, connections, mode) -> the best measured reference row, measured directly."""
+    out: dict[tuple, Row] = {}
+    for (test, connections, mode, proxy), cases in groups.items():
+        if proxy != "none":
+            continue
+        refs = [r for r in (_row(c, True) for c in cases if is_reference(doc, c["server"]))
+                if r.ranked]
+        if refs:
+            out[(test, connections, mode)] = max(refs, key=lambda r: r.rps.median)
+    return out
+
+
+@dataclass
+class RateRow:
+    """One open-model point: a case measured at a fixed rate."""
+    test: str
+    server: str
+    database: str
+    orm: str
+    rate: str                  # as asked: "50%" or "2000"
+    status: str
+    reason: str | None
+    asked: float | None        # req/s, median over samples
+    achieved: float | None     # req/s sent and answered, median over samples
+    not_sent: int | None       # requests the schedule called for that were never sent, summed
+    latency_ms: dict           # p50, p90, p99, p99_9 medians
+    knee: bool = False         # the knee of this server's curve
+
+
+@dataclass
+class RateTable:
+    """Latency against offered load for one test and set of load parameters (oha)."""
+    test: str
+    title: str
+    load: dict
+    bound_ms: float
+    rows: list[RateRow] = field(default_factory=list)
+    knees: dict = field(default_factory=dict)   # "server (database, orm)" -> req/s or None
+
+
+def _rate_row(case: dict) -> RateRow:
+    stats = case.get("stats") or statistics.summarise_case(case["samples"], 0.10)
+    measured = [s for s in case["samples"] if (s.get("summary") or {}).get("rate")]
+    rates = [s["summary"]["rate"] for s in measured]
+    ok = stats["status"] == "ok"
+    median = statistics.pystats.median
+    no_db = case["test"] in NO_DB_TESTS
+    return RateRow(test=case["test"], server=case["server"],
+                   database="None" if no_db else case["database"],
+                   orm="None" if no_db else str(case["orm"]), rate=case["key"]["rate"],
+                   status=stats["status"], reason=stats["reason"],
+                   asked=median([r["asked"] for r in rates]) if rates else None,
+                   achieved=median([r["achieved"] for r in rates]) if rates else None,
+                   not_sent=sum(r.get("not_sent") or 0 for r in rates) if rates else None,
+                   latency_ms=stats["latency_ms"] if ok else {})
+
+
+def build_rate_tables(doc: dict) -> list[RateTable]:
+    """One table per test and load parameters of the open-model cases, each variant's
+    points in rate order, with the knee of each variant's curve."""
+    doc = statistics.refresh(doc)
+    bound = doc["settings"].get("knee_p99_ms") or 20.0
+    groups: dict[tuple, list[dict]] = {}
+    for case in doc["cases"]:
+        if case["status"] != "pending" and _is_open_model(case):
+            groups.setdefault((case["test"], *_load_params(case)), []).append(case)
+    tables = []
+    for (test, connections, mode, proxy), cases in sorted(groups.items(), key=_table_order):
+        table = RateTable(test, f"{test}: latency at fixed request rates "
+                                f"({describe_load(connections, mode, proxy)}, open model)",
+                          {"connections": connections, "connection_mode": mode,
+                           "generator": cases[0]["key"]["generator"], "proxy": proxy}, bound)
+        curves: dict[str, list[RateRow]] = {}
+        for case in cases:
+            row = _rate_row(case)
+            curves.setdefault(f"{row.server} ({case['database']}, "
+                              f"{'orm' if case['orm'] else 'raw'})", []).append(row)
+        for name, rows in sorted(curves.items()):
+            rows.sort(key=lambda r: (r.asked is None, r.asked or 0))
+            found = knee([RatePoint(r.asked, r.achieved, r.latency_ms.get("p99"),
+                                    r.status == "ok") for r in rows if r.asked is not None],
+                         bound)
+            table.knees[name] = found.asked if found else None
+            for row in rows:
+                row.knee = found is not None and row.asked == found.asked
+            table.rows += rows
         tables.append(table)
     return tables
 
@@ -125,13 +250,42 @@ def header_sentence(doc: dict) -> str:
     return (f"Measured on {env.get('cpu_model') or 'an unknown CPU'} ({cpu_text}, "
             f"{env.get('memory_gb')} GiB, Linux {env.get('kernel')}): "
             f"{s['workers']} workers and {s['db_connections']} DB connections per server, "
-            f"{load.get('generator', 'wrk')} with {load.get('threads')} thread(s) x "
-            f"{load.get('connections')} connections, {samples} sample(s) of "
+            f"{load_phrase(load)}, {samples} sample(s) of "
             f"{s['duration']:g} s per case after {s['warmup']:g} s warm-up"
             f"{', preset ' + s['preset'] if s.get('preset') else ''}"
             f"{'; databases: ' + dbs + (' (' + mode + ')') if dbs else ''}; "
             f"commit {commit}{dirty}; run {doc['run_id']}, status {doc['status']}."
-            + connections_sentence(doc))
+            + placement_sentence(load) + connections_sentence(doc))
+
+
+def load_phrase(load: dict) -> str:
+    """"wrk with 1 thread(s) x 64 connections, keep-alive" (per level for a sweep)."""
+    levels = load.get("levels") or [{"threads": load.get("threads"),
+                                     "connections": load.get("connections")}]
+    shape = ", ".join(f"{lv['threads']} thread(s) x {lv['connections']} connections"
+                      for lv in levels)
+    modes = load.get("connection_modes") or ["keep-alive"]
+    text = (f"{load.get('generator', 'wrk')} with {shape}, "
+            f"{' and '.join('Connection: close' if m == 'close' else m for m in modes)}")
+    proxies = [p for p in load.get("behind") or [] if p != "none"]
+    if proxies:
+        text += f", {'directly and ' if 'none' in load['behind'] else ''}behind " + \
+            " and ".join(proxies)
+    open_model = load.get("open_model")
+    if open_model:
+        text += (f"; latency at fixed rates ({', '.join(open_model['rates'])}) with "
+                 f"{open_model['generator']} {open_model.get('version') or ''}".rstrip())
+    return text
+
+
+def placement_sentence(load: dict) -> str:
+    """Which CPUs each side was pinned to ("" when nothing was)."""
+    placement = {k: v for k, v in (load.get("placement") or {}).items() if v}
+    if not placement:
+        return ""
+    names = {"server": "servers", "client": "load generator", "db": "databases"}
+    return " CPU placement: " + "; ".join(
+        f"{names[side]} on CPUs {format_cpu_list(cpus)}" for side, cpus in placement.items()) + "."
 
 
 def connections_sentence(doc: dict) -> str:

@@ -18,6 +18,8 @@ from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, InvalidBody, Setti
 
 settings = Settings.from_env()
 PING = ping_body(settings)
+ERR_METHOD = {"error": "method not allowed"}
+ERR_TOO_LARGE = {"error": "body too large"}
 REPO = web.AppKey("repo", object)
 
 
@@ -54,6 +56,10 @@ async def _user(request: web.Request, patch: bool) -> web.Response:
             username, email = parse_patch_body(await request.read())
         except InvalidBody as exc:
             return web.json_response({"error": str(exc)}, status=400)
+        except web.HTTPRequestEntityTooLarge:
+            # over client_max_size (aiohttp's 1 MiB): a bad body like any other, a JSON
+            # 400 instead of aiohttp's text/plain 413 (found by tests/integration/test_fuzz.py)
+            return web.json_response(ERR_TOO_LARGE, status=400)
         found = await repo.update_user(user_id, username, email)
     else:
         found = await repo.get_user(user_id)
@@ -79,6 +85,10 @@ async def to_json(request: web.Request) -> web.Response:
     return web.json_response(to_json_body(*_params(request)))
 
 
+async def method_not_allowed(request: web.Request) -> web.Response:
+    return web.json_response(ERR_METHOD, status=405)
+
+
 def create_app() -> web.Application:
     app = web.Application()
     app.cleanup_ctx.append(database)
@@ -87,6 +97,12 @@ def create_app() -> web.Application:
     app.router.add_patch("/user/{raw_id}/", patch_user)
     app.router.add_get("/plain/", plain, allow_head=False)
     app.router.add_get("/to_json/", to_json, allow_head=False)
+    # Any other method on a contract path: a JSON 405 like every other server, not
+    # aiohttp's text/plain "405: Method Not Allowed" (found by tests/integration/
+    # test_fuzz.py). A "*" route is tried only after the resource's own methods, so the
+    # contract's requests never reach it, and no middleware runs per request.
+    for path in ("/ping/", "/user/{raw_id}/", "/plain/", "/to_json/"):
+        app.router.add_route("*", path, method_not_allowed)
     return app
 
 

@@ -34,21 +34,25 @@ def only_run(results_dir: Path) -> dict:
 
 def test_full_run_of_a_rust_and_a_python_server(tmp_path):
     """actix-web raw and fastapi raw + ORM on both databases, two interleaved samples per
-    case: every sample ok, spread and resources stored, four tables with the spread."""
+    case, with the nginx ceiling for plain and to json (on by default): every sample ok,
+    spread and resources stored, four tables with the spread and the ceiling fraction."""
     out = run_bench("--servers", "actix-web,fastapi", "--repeat", "2", "--duration", "1",
                     "--warmup", "1", "--connections", "16", "--order-seed", "5",
                     "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     doc = only_run(tmp_path)
     assert doc["status"] == "complete"
-    assert len(doc["cases"]) == 10 + 10
-    assert doc["schedule"]["order_seed"] == 5 and len(doc["schedule"]["order"]) == 2 * 20
+    assert len(doc["cases"]) == 10 + 10 + 2
+    assert [c["id"] for c in doc["cases"] if c["server"] == "nginx"] == \
+        ["nginx/none/raw/plain@c16", "nginx/none/raw/to_json@c16"]
+    assert doc["schedule"]["order_seed"] == 5 and len(doc["schedule"]["order"]) == 2 * 22
     # interleaved: the first half of the schedule is round 1, each case once
-    first_round = [o.rsplit("#", 1) for o in doc["schedule"]["order"][:20]]
-    assert {i for _, i in first_round} == {"0"} and len({c for c, _ in first_round}) == 20
-    assert doc["load"] == {"generator": "wrk", "version": doc["load"]["version"],
-                           "threads": doc["load"]["threads"], "connections": 16,
-                           "connections_requested": 16}
+    first_round = [o.rsplit("#", 1) for o in doc["schedule"]["order"][:22]]
+    assert {i for _, i in first_round} == {"0"} and len({c for c, _ in first_round}) == 22
+    assert {k: doc["load"][k] for k in ("generator", "connections", "connections_requested",
+                                        "connection_modes", "behind")} == \
+        {"generator": "wrk", "connections": 16, "connections_requested": 16,
+         "connection_modes": ["keep-alive"], "behind": ["none"]}
     for case in doc["cases"]:
         assert case["status"] == "ok", (case["id"], case["reason"])
         assert len(case["samples"]) == 2 and case["stats"]["samples_ok"] == 2
@@ -97,6 +101,7 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
     for test in ("get user", "update user", "plain", "to json"):
         assert f"## {test}" in tables.stdout
     assert "| test_name" in tables.stdout and " ± " in tables.stdout
+    assert "nginx (reference)" in tables.stdout and "of ceiling" in tables.stdout
     assert "Measured on " in tables.stdout and "2 sample(s) of 1 s per case" in tables.stdout
     assert (results.latest_run(tmp_path) / "tables.md").exists()
 
@@ -132,9 +137,9 @@ def test_the_connection_count_that_really_ran_is_stored(tmp_path):
 
 
 def test_unknown_names_exit_2_and_list_valid_ones(tmp_path):
-    out = run_bench("--servers", "nginx", "--results-dir", str(tmp_path))
+    out = run_bench("--servers", "nope", "--results-dir", str(tmp_path))
     assert out.returncode == 2
-    assert "unknown server 'nginx'; valid:" in out.stderr and "actix-web" in out.stderr
+    assert "unknown server 'nope'; valid:" in out.stderr and "actix-web" in out.stderr
     out = run_bench("--tests", "delete_user", "--results-dir", str(tmp_path))
     assert out.returncode == 2 and "valid: get user, update user, plain, to json" in out.stderr
 

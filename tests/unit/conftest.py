@@ -46,9 +46,9 @@ class _Spec:       # what blank_case reads of a ServerSpec
 
 
 def v2_case(server, database, orm, test, rps=(1000.0,), status="ok", reason=None,
-            warnings=(), connections=64):
+            warnings=(), connections=64, load=None):
     from bench.core.plan import Case, LoadParams, Variant
-    case = Case(Variant(_Spec(server), database, orm), test, LoadParams(connections))
+    case = Case(Variant(_Spec(server), database, orm), test, load or LoadParams(connections))
     record = blank_case(case, len(rps) or 1)
     for sample, value in zip(record["samples"], rps):
         sample.update(status=status, reason=reason, warnings=list(warnings),

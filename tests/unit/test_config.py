@@ -24,7 +24,23 @@ def test_every_real_manifest_loads():
     specs = manifest.discover()
     assert specs, "no servers found"
     for s in specs.values():
-        assert s.variants(), s.id
+        # a framework has database variants; a reference server answers only without one
+        assert bool(s.variants()) != s.reference, s.id
+    assert [s.id for s in specs.values() if s.reference] == ["nginx"]
+
+
+def test_the_ceiling_joins_every_run_of_frameworks_for_the_no_db_tests_only(tmp_path):
+    ref = spec(tmp_path, "ref", databases=[])
+    specs = {"a": spec(tmp_path, "a"), "ref": ref}
+    object.__setattr__(ref, "reference", True)
+    ids = [c.id for c in config.plan(Settings(behind=["none", "nginx"], rates=["50%"]), specs,
+                                     proxies=["nginx"])]
+    assert [i for i in ids if i.startswith("ref/")] == ["ref/none/raw/plain@c64",
+                                                        "ref/none/raw/to_json@c64"]
+    assert not [i for i in config.plan(Settings(ceiling=False), specs) if
+                i.variant.server.reference]
+    named = config.plan(Settings(servers=["ref"], ceiling=False), specs)
+    assert [c.id for c in named] == ["ref/none/raw/plain@c64", "ref/none/raw/to_json@c64"]
 
 
 def test_plan_runs_db_tests_per_variant_and_no_db_tests_once(tmp_path):
@@ -118,9 +134,53 @@ def test_case_key_has_room_for_load_parameters(tmp_path):
     case = config.plan(Settings(connections=16), {"a": spec(tmp_path, "a")})[0]
     assert case.key() == {"server": "a", "database": "postgres", "orm": False,
                           "test": "get user", "connections": 16,
-                          "connection_mode": "keep-alive", "generator": "wrk"}
+                          "connection_mode": "keep-alive", "generator": "wrk",
+                          "proxy": "none", "rate": None}
     close = config.Case(case.variant, case.test, config.LoadParams(16, "close"))
     assert close.id == "a/postgres/raw/get_user@c16@close" and close.id != case.id
+    behind = config.Case(case.variant, case.test,
+                         config.LoadParams(16, "keep-alive", "oha", "nginx", "50%"))
+    assert behind.id == "a/postgres/raw/get_user@c16@behind-nginx@oha@r50%"
+
+
+def test_modes_multiply_the_cases_and_rate_points_follow_the_closed_loop_ones(tmp_path):
+    specs = {"a": spec(tmp_path, "a")}
+    s = Settings(connection_levels=[16, 64], connection_modes=["keep-alive", "close"],
+                 tests=["plain"], rates=["50%", "2000"])
+    cases = config.plan(s, specs)
+    closed = [c for c in cases if c.load.generator == "wrk"]
+    assert sorted((c.load.connections, c.load.connection_mode) for c in closed) == \
+        [(16, "close"), (16, "keep-alive"), (64, "close"), (64, "keep-alive")]
+    assert len(cases) == 4 * 3 and len({c.id for c in cases}) == 12
+    order = config.schedule(cases, repeat=2, seed=3)
+    first_rate = next(i for i, smp in enumerate(order) if smp.case.load.rate is not None)
+    assert all(smp.case.load.rate is None for smp in order[:first_rate])
+    assert all(smp.case.load.rate is not None for smp in order[first_rate:])
+    assert first_rate == 2 * 4
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"connection_modes": ["keepalive"]}, "unknown connection mode 'keepalive'; valid: "
+                                          "keep-alive, close"),
+    ({"behind": ["haproxy"]}, "unknown --behind proxy 'haproxy'; valid: none, nginx"),
+    ({"connection_levels": [16, 0]}, "--connections must be positive"),
+    ({"connection_levels": [16, 16]}, "lists a value twice"),
+    ({"rates": ["150%"]}, "from 1% to 100%"),
+    ({"rates": ["fast"]}, "--rate 'fast'"),
+    ({"server_cpus": "0-"}, "--server-cpus '0-' is not a CPU list"),
+    ({"client_cpus": "4096"}, "--client-cpus 4096: CPU 4096 is not usable here; valid CPUs: "),
+    ({"threads": 3, "connection_levels": [16, 64]}, "does not divide over --threads 3"),
+])
+def test_impossible_mode_settings_name_the_flag_and_the_choices(tmp_path, change, message):
+    s = Settings(**change)
+    with pytest.raises(config.SelectionError) as err:
+        config.plan(s, {"a": spec(tmp_path, "a")}, proxies=["nginx"])
+    assert message in str(err.value)
+
+
+def test_cpu_lists_parse_and_print_back():
+    assert settings.parse_cpu_list("0-2,5") == [0, 1, 2, 5]
+    assert settings.format_cpu_list([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
 
 
 def test_schedule_interleaves_rounds_in_a_seeded_shuffle(tmp_path):

@@ -27,7 +27,7 @@ def test_markdown_shows_spread_ties_and_reasons(sample_doc):
     lines = md.splitlines()
     assert lines[2].startswith("Measured on x (2 CPUs, 4 GiB, Linux 6.1): 8 workers and 64 DB "
                                "connections per server, wrk with 1 thread(s) x 64 connections, "
-                               "3 sample(s) of 5 s per case after 2 s warm-up")
+                               "keep-alive, 3 sample(s) of 5 s per case after 2 s warm-up")
     assert "commit abcdef1234; run 20260102T000000Z-test, status complete." in lines[2]
     get_user = [line for line in lines if line.startswith("| get user")]
     cells = [c.strip() for c in get_user[0].split("|")[1:-1]]

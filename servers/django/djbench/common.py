@@ -2,6 +2,7 @@
 import json
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
 
 TOKEN = settings.BENCH_TOKEN
@@ -12,6 +13,7 @@ PING_BODY = {"server": settings.BENCH_SERVER_ID, "database": settings.BENCH_DB,
 MAX_ID = 2**31 - 1      # `integer` / INT: a larger id can name no row
 MAX_TEXT = 256          # varchar(256)
 PARAMS = ("param1", "param2", "param3")
+DRAIN_LIMIT = 16 * 1024 * 1024   # an over-large body is read and dropped up to this much
 
 
 def error(status: int, reason: str) -> JsonResponse:
@@ -34,9 +36,12 @@ def user_not_found() -> JsonResponse:
     return error(404, "user not found")
 
 
-def method_not_allowed() -> JsonResponse:
+def method_not_allowed(allow: str = "GET, PATCH") -> JsonResponse:
+    """Django routes by path only, so every view checks the method itself: without it
+    /ping/, /plain/ and /to_json/ answered 200 to POST, DELETE, TRACE... where every
+    other server answers 405 (found by tests/integration/test_fuzz.py)."""
     response = error(405, "method not allowed")
-    response["Allow"] = "GET, PATCH"
+    response["Allow"] = allow
     return response
 
 
@@ -73,6 +78,21 @@ def _text_problem(name: str, value) -> str | None:
     except UnicodeEncodeError:  # lone surrogates from "\ud800" escapes
         return f"{name} is not valid Unicode"
     return None
+
+
+def read_body(request) -> tuple[bytes | None, JsonResponse | None]:
+    """(the PATCH body, None), or (None, a 400) for one over DATA_UPLOAD_MAX_MEMORY_SIZE
+    (Django's 2.5 MB), which Django refuses before reading it. Such a body is read and
+    dropped here (up to DRAIN_LIMIT): gunicorn answers with keep-alive but drains at most
+    64 KiB of an unread body itself and otherwise closes the connection, so the client's
+    next request on it got no answer at all (found by tests/integration/test_fuzz.py)."""
+    try:
+        return request.body, None
+    except RequestDataTooBig:
+        drained = 0
+        while drained < DRAIN_LIMIT and (chunk := request.read(64 * 1024)):
+            drained += len(chunk)
+        return None, error(400, "body too large")
 
 
 def parse_update(body: bytes) -> tuple[dict | None, JsonResponse | None]:

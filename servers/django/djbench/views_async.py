@@ -8,6 +8,8 @@ from .models import User
 
 
 async def ping(request):
+    if request.method != "GET":
+        return common.method_not_allowed("GET")
     return JsonResponse(common.PING_BODY)
 
 
@@ -16,7 +18,10 @@ async def user(request, user_id: str):
     if problem:
         return problem
     if request.method == "PATCH":
-        fields, problem = common.parse_update(request.body)
+        body, problem = common.read_body(request)
+        if problem:
+            return problem
+        fields, problem = common.parse_update(body)
         if problem:
             return problem
         # One UPDATE, then one SELECT for the stored row (Django 5.2: no UPDATE ... RETURNING).
@@ -31,10 +36,14 @@ async def user(request, user_id: str):
 async def plain(request):
     if not common.token_ok(request):
         return common.unauthorized()
+    if request.method != "GET":
+        return common.method_not_allowed("GET")
     return common.plain_response(request)
 
 
 async def to_json(request):
     if not common.token_ok(request):
         return common.unauthorized()
+    if request.method != "GET":
+        return common.method_not_allowed("GET")
     return common.to_json_response(request)

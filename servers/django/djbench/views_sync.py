@@ -8,6 +8,8 @@ from .models import User
 
 
 def ping(request):
+    if request.method != "GET":
+        return common.method_not_allowed("GET")
     return JsonResponse(common.PING_BODY)
 
 
@@ -16,7 +18,10 @@ def user(request, user_id: str):
     if problem:
         return problem
     if request.method == "PATCH":
-        fields, problem = common.parse_update(request.body)
+        body, problem = common.read_body(request)
+        if problem:
+            return problem
+        fields, problem = common.parse_update(body)
         if problem:
             return problem
         # One UPDATE; Django 5.2 has no UPDATE ... RETURNING, so the stored row is read
@@ -32,10 +37,14 @@ def user(request, user_id: str):
 def plain(request):
     if not common.token_ok(request):
         return common.unauthorized()
+    if request.method != "GET":
+        return common.method_not_allowed("GET")
     return common.plain_response(request)
 
 
 def to_json(request):
     if not common.token_ok(request):
         return common.unauthorized()
+    if request.method != "GET":
+        return common.method_not_allowed("GET")
     return common.to_json_response(request)

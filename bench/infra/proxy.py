@@ -1,0 +1,226 @@
+"""Reverse proxies in front of a server (`--behind <name>`): discovery and lifecycle.
+
+Adding a proxy is adding a folder `proxies/<name>/` with a `proxy.toml` (how to start it,
+see proxies/README.md); the harness never names one. A proxy is started through the
+Host seam in a process group of its own, is ready only when GET /ping/ through it answers
+exactly what the server behind it answers, and is always stopped with its whole group.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import tomllib
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import psutil
+import requests
+
+from bench.core.manifest import ManifestError, expand
+from bench.infra.host import LOCAL, LocalHost
+from bench.infra.server import ServerError
+from bench.paths import REPO, SERVERS_DIR
+
+PROXIES_DIR = REPO / "proxies"
+UPSTREAM_WAIT_S = 3.0        # the server behind is already up: it answers at once or never
+STOP_GRACE_S = 5.0           # then SIGKILL, as for servers
+
+
+class ProxyError(ServerError):
+    """The proxy could not be started or never answered like its upstream; the message
+    carries the log's tail (a ServerError, so a run records it like a server failure)."""
+
+
+@dataclass(frozen=True)
+class ProxySpec:
+    name: str
+    dir: Path
+    description: str
+    start: tuple[str, ...]
+    env: dict = field(default_factory=dict)
+    ready_timeout: float = 10.0
+    stop_signal: str = "SIGTERM"
+    notes: dict = field(default_factory=dict)
+
+
+def load_proxy(folder: Path) -> ProxySpec:
+    """`folder/proxy.toml` as a ProxySpec; ManifestError names the file and the key."""
+    path = folder / "proxy.toml"
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: {exc}") from exc
+    name = data.get("name")
+    if name != folder.name:
+        raise ManifestError(f"{path}: name {name!r} must equal the folder name {folder.name!r}")
+    start = data.get("start")
+    if not isinstance(start, list) or not start or not all(isinstance(a, str) for a in start):
+        raise ManifestError(f"{path}: 'start' must be a non-empty list of strings")
+    stop_signal = data.get("stop_signal", "SIGTERM")
+    if not isinstance(getattr(signal, str(stop_signal), None), signal.Signals):
+        raise ManifestError(f"{path}: stop_signal {stop_signal!r} is not a signal name such as SIGTERM")
+    return ProxySpec(name=name, dir=folder.resolve(), description=str(data.get("description", "")),
+                     start=tuple(start), env={k: str(v) for k, v in data.get("env", {}).items()},
+                     ready_timeout=float(data.get("ready_timeout", 10)),
+                     stop_signal=stop_signal, notes=data.get("notes", {}))
+
+
+def available_proxies(proxies_dir: Path = PROXIES_DIR) -> dict[str, ProxySpec]:
+    """Every proxies/<name>/proxy.toml, by name (sorted)."""
+    return {p.parent.name: load_proxy(p.parent) for p in sorted(proxies_dir.glob("*/proxy.toml"))}
+
+
+@dataclass
+class RunningProxy:
+    """A started, ready proxy: where clients reach it and which processes it is."""
+    spec: ProxySpec
+    proc: object                      # subprocess.Popen (its process group's leader)
+    base_url: str
+    upstream_url: str
+    host: LocalHost
+    _seen: dict = field(default_factory=dict)     # pid -> psutil.Process, ever seen
+
+    def pids(self) -> list[int]:
+        """Every process of the proxy's tree running now (for the resource sampler)."""
+        if self.proc.poll() is not None:
+            return []
+        for p in self.host.tree(self.proc.pid):
+            self._seen.setdefault(p.pid, p)
+        return [pid for pid, p in self._seen.items() if _running(p)]
+
+    def stop(self, grace: float = STOP_GRACE_S) -> float:
+        """The spec's stop signal to the process group, SIGKILL to whatever is left after
+        `grace` (also processes that left the group); returns seconds taken."""
+        start = time.monotonic()
+        self.pids()                                   # remember the tree before it goes
+        self.host.signal_group(self.proc.pid, getattr(signal, self.spec.stop_signal))
+        deadline = start + grace
+        while self._survivors() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for p in self._survivors():
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        self.host.signal_group(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=5)
+        return time.monotonic() - start
+
+    def _survivors(self) -> list[psutil.Process]:
+        self.proc.poll()                              # reap the leader as soon as it exits
+        return [p for p in self._seen.values() if _running(p)]
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _ping(session: requests.Session, base_url: str) -> tuple[tuple | None, str]:
+    """(status, JSON body) of GET /ping/, or None and why not."""
+    try:
+        r = session.get(f"{base_url}/ping/", timeout=1)
+    except requests.RequestException as exc:
+        return None, type(exc).__name__
+    try:
+        return (r.status_code, r.json()), ""
+    except ValueError:
+        return None, f"HTTP {r.status_code}, not JSON: {r.text[:120]!r}"
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _upstream_answer(session: requests.Session, url: str) -> tuple:
+    """What the server behind answers to GET /ping/; ProxyError (before anything is
+    started) when it answers nothing usable: a proxy in front of nothing is a mistake
+    of the caller's, and waiting for it would only turn into a timeout."""
+    deadline, last = time.monotonic() + UPSTREAM_WAIT_S, ""
+    while True:
+        answer, last = _ping(session, url)
+        if answer is not None and answer[0] == 200:
+            return answer
+        if answer is not None:
+            last = f"HTTP {answer[0]} {answer[1]!r}"
+        if time.monotonic() > deadline:
+            raise ProxyError(f"the upstream {url} does not answer GET /ping/ with 200 (last: "
+                             f"{last}): start the server there before the proxy in front of it")
+        time.sleep(0.05)
+
+
+def proxy_environment(spec: ProxySpec, values: dict[str, str]) -> dict[str, str]:
+    env = {**os.environ,
+           "BENCH_PROXY_NAME": spec.name,
+           "BENCH_PROXY_HOST": values["listen_host"], "BENCH_PROXY_PORT": values["listen_port"],
+           "BENCH_UPSTREAM_HOST": values["upstream_host"],
+           "BENCH_UPSTREAM_PORT": values["upstream_port"],
+           "BENCH_WORKERS": values["workers"], "PYTHONUNBUFFERED": "1"}
+    env.update({k: expand(v, values) for k, v in spec.env.items()})
+    return env
+
+
+@contextmanager
+def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstream_host: str,
+                  upstream_port: int, workers: int, log_path: Path | None,
+                  cpus: list[int] | None = None,
+                  host: LocalHost = LOCAL) -> Iterator[RunningProxy]:
+    """The proxy `spec` on listen_host:listen_port in front of the server at
+    upstream_host:upstream_port (already running), ready, and always stopped.
+
+    Ready means GET /ping/ through the proxy answers the status and JSON body the upstream
+    answers directly, within spec.ready_timeout; otherwise ProxyError with the log's tail.
+    The proxy gets `workers` (the same W as the servers) and runs on `cpus` if given."""
+    values = {"python": sys.executable, "dir": str(spec.dir), "proxies_dir": str(spec.dir.parent),
+              "servers_dir": str(SERVERS_DIR), "listen_host": listen_host,
+              "listen_port": str(listen_port), "upstream_host": upstream_host,
+              "upstream_port": str(upstream_port), "workers": str(workers)}
+    base_url, upstream_url = _url(listen_host, listen_port), _url(upstream_host, upstream_port)
+    with requests.Session() as session:
+        expected = _upstream_answer(session, upstream_url)
+        if not host.port_is_free(listen_port, listen_host):
+            raise ProxyError(f"port {listen_port} is busy before starting the {spec.name} proxy: "
+                             f"another process listens there")
+        argv = [expand(a, values) for a in spec.start]
+        try:
+            proc = host.spawn(argv, cwd=spec.dir, env=proxy_environment(spec, values),
+                              log_path=log_path, cpus=cpus)
+        except FileNotFoundError as exc:
+            raise ProxyError(f"cannot start the {spec.name} proxy: {exc.filename} not found") from exc
+        running = RunningProxy(spec, proc, base_url, upstream_url, host)
+        try:
+            _wait_ready(running, session, expected, log_path)
+            yield running
+        finally:
+            running.stop()
+            _wait_port_free(host, listen_host, listen_port)
+
+
+def _wait_ready(running: RunningProxy, session: requests.Session, expected: tuple,
+                log_path: Path | None) -> None:
+    spec, start, last = running.spec, time.monotonic(), "no answer"
+    while time.monotonic() - start < spec.ready_timeout:
+        if running.proc.poll() is not None:
+            raise ProxyError(f"the {spec.name} proxy exited with code {running.proc.returncode} "
+                             f"before it was ready", log_path)
+        answer, why = _ping(session, running.base_url)
+        if answer == expected:
+            running.pids()
+            return
+        last = why or f"HTTP {answer[0]} {answer[1]!r}"
+        time.sleep(0.05)
+    raise ProxyError(f"the {spec.name} proxy at {running.base_url} did not answer GET /ping/ "
+                     f"like its upstream {running.upstream_url} within {spec.ready_timeout:.0f} s "
+                     f"(upstream: HTTP {expected[0]} {expected[1]!r}; proxy, last: {last})",
+                     log_path)
+
+
+def _wait_port_free(host: LocalHost, listen_host: str, port: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not host.port_is_free(port, listen_host) and time.monotonic() < deadline:
+        time.sleep(0.05)

@@ -1,0 +1,456 @@
+"""Open-model load generation with oha 1.16 (https://github.com/hatoo/oha).
+
+wrk is a closed loop: each connection sends its next request only when the previous one
+has been answered, so a slow server slows the client down and the requests it would have
+sent during a stall are never sent, never timed (coordinated omission). oha with
+`-q RATE --latency-correction` is an open model: a ticker schedules request i at
+start + i / RATE, a free connection takes the next due request, and its latency is timed
+from the moment it was due, so time spent waiting for a free connection is part of it.
+
+Every run is the same argv shape (`oha_command`):
+
+    oha --no-tui --output-format json -z <ms> -w -c <connections> -q <rate>
+        --latency-correction -t <ms> --disable-compression -H "token: <token>"
+        [--disable-keepalive] [-m PATCH -T application/json -Z <bodies file>]
+        --rand-regex-url <URL regex>
+
+and only oha's JSON report is parsed (`parse_oha_json`) into wrk's normalised summary
+(same keys, same units) plus a `rate` block.
+
+Public API::
+
+    OhaSettings, OHA_VERSION, INSTALL_HINT
+    require_oha(), oha_version()
+    id_regex(), url_regex(test, base_url), update_bodies(seed, count)
+    oha_command(test, base_url, settings, duration_s=None, *, bodies_file=None) -> list[str]
+    classify_error(message) -> str
+    parse_oha_json(text, *, asked_rate, duration_s, connections) -> dict
+    run_oha(test, base_url, settings, duration_s=None, *, host=LOCAL, on_start=None) -> LoadResult
+    reached(summary, tolerance=0.05) -> (bool, str)
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import string
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from bench.infra.host import LOCAL, LocalHost
+from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS, LoadError, LoadResult
+
+OHA_VERSION = "1.16.0"
+INSTALL_HINT = (f"oha {OHA_VERSION} is not installed (or ~/.cargo/bin is not on PATH): run "
+                f"`make setup` or scripts/install_oha.sh "
+                f"(cargo install oha --version {OHA_VERSION} --locked)")
+KILL_GRACE_S = 30.0       # run_oha gives oha duration + timeout + this much wall time
+ID_MAX = 10_000           # user ids 1..ID_MAX, as the contract's table
+PARAM_REGEX = "[a-zA-Z0-9]{4,12}"    # wrk_scripts' random_alnum(4, 12)
+UPDATE_BODY_COUNT = 10_000           # distinct PATCH bodies oha picks from at random
+_ALNUM = string.ascii_letters + string.digits
+_TAIL_CHARS = 2000
+# oha's text for a request cut off by the -z deadline (ClientError::Deadline)
+DEADLINE_ERROR = "aborted due to deadline"
+# oha's text for `-t` and for its 5 s connect timeout alike (ClientError::Timeout)
+TIMEOUT_ERROR = "timeout"
+
+# The closest wrk error kind for each oha 1.16 error text (lower-cased substrings, first
+# match wins). oha reports std::io::Error texts ("Connection refused (os error 111)"),
+# hyper 1.x error descriptions and its own ClientError texts. Anything else is "lost": a
+# request that got no answer for a reason we do not know, counted, never dropped.
+_ERROR_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("connect", ("connection refused", "os error 111", "cannot assign requested address",
+                 "os error 99", "network is unreachable", "os error 101", "no route to host",
+                 "os error 113", "too many open files", "os error 24",
+                 "no record returned from dns", "failed to get port", "failed to get host")),
+    ("write", ("broken pipe", "os error 32", "error writing a body to connection")),
+    ("read", ("connection closed before message completed", "connection reset",
+              "os error 104", "connection error", "error reading a body from connection",
+              "unexpected end of file", "channel closed", "operation was canceled",
+              "received unexpected message", "invalid http", "invalid content-length",
+              "unexpected transfer-encoding", "message head is too large",
+              "invalid status")),
+)
+
+
+@dataclass
+class OhaSettings:
+    connections: int
+    rate: float                 # requests per second asked for (the open model's schedule)
+    duration_s: float
+    timeout_s: float = 5.0
+    seed: int = 1               # seeds the PATCH bodies; oha's own RNG cannot be seeded
+    token: str = "hardcoded_token"
+    # a new TCP connection for every request (--disable-keepalive, see oha_command)
+    connection_close: bool = False
+    # oha's tokio worker threads; None = oha's default (the physical cores)
+    worker_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.connections, bool) or self.connections < 1:
+            raise ValueError(f"connections must be >= 1, got {self.connections}")
+        if not (isinstance(self.rate, (int, float)) and math.isfinite(self.rate)
+                and self.rate > 0):
+            # oha reads -q 0 as "no rate limit": that would silently be a closed loop
+            raise ValueError(f"rate must be a finite number of req/s > 0, got {self.rate!r}")
+        if not self.duration_s > 0:
+            raise ValueError(f"duration_s must be > 0, got {self.duration_s}")
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if not self.token or any(c in self.token for c in "\r\n \t"):
+            raise ValueError("token must be a non-empty string without whitespace")
+        if self.worker_threads is not None and self.worker_threads < 1:
+            raise ValueError(f"worker_threads must be >= 1, got {self.worker_threads}")
+
+    @property
+    def threads(self) -> int:
+        """The worker threads oha runs: as asked, or its default, the physical cores."""
+        return self.worker_threads or psutil.cpu_count(logical=False) or 1
+
+
+# --------------------------------------------------------------------------- binary
+
+def require_oha(host: LocalHost = LOCAL) -> str:
+    """Path of the oha binary, or LoadError with the install hint."""
+    path = host.which("oha")
+    if not path:
+        raise LoadError(INSTALL_HINT)
+    return path
+
+
+def oha_version(host: LocalHost = LOCAL) -> str:
+    """`oha --version`, e.g. 'oha 1.16.0'."""
+    done = host.run([require_oha(host), "--version"], timeout=10)
+    line = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
+    if done.returncode != 0 or not line.startswith("oha "):
+        raise LoadError(f"cannot read oha's version from `oha --version`: "
+                        f"{_tail(done.stdout + done.stderr)}")
+    return line
+
+
+# --------------------------------------------------------------------------- requests
+
+def id_regex() -> str:
+    """A rand_regex pattern for "{id}/" with id exactly uniform over 1..10000.
+
+    rand_regex (oha's --rand-regex-url) picks each alternative of an alternation with
+    equal probability, and flattens an alternative that is itself an alternation into its
+    parent, so uniformity needs alternatives of equal size that are not bare alternations.
+    Here: 100 alternatives of 100 ids each. "N[0-9]{2}/" for N in 1..99 covers 100..9999;
+    the last one, "(?:1|2|...|99|10000)/", covers the other 100 ids (its trailing "/" makes
+    it a sequence, so it is not flattened; its alternatives are not single characters, so
+    regex-syntax does not merge them into one class). Every id then has probability
+    1/100 * 1/100 = 1/10000. Checked: 10^6 `oha --dump-urls` draws hit all 10,000 ids,
+    chi-square 10035 on 9999 degrees of freedom (tests/integration/test_oha.py).
+    """
+    blocks = [f"{n}[0-9]{{2}}/" for n in range(1, ID_MAX // 100)]
+    rest = [str(i) for i in range(1, 100)] + [str(ID_MAX)]
+    return "(?:" + "|".join(blocks + ["(?:" + "|".join(rest) + ")/"]) + ")"
+
+
+# regex-syntax's meta characters; "." is left alone because oha itself escapes every "."
+# of the URL regex (so that a host's dots stay literal) and "\." would become "\\."
+_REGEX_META = set("\\+*?()|[]{}^$#&-~")
+
+
+def _literal(text: str) -> str:
+    return "".join("\\" + c if c in _REGEX_META else c for c in text)
+
+
+def url_regex(test: str, base_url: str) -> str:
+    """The --rand-regex-url pattern of one contract test: the request paths of the wrk
+    scripts in wrk_scripts/ (same endpoints, same random parts)."""
+    if test not in TEST_SCRIPTS:
+        raise ValueError(f"unknown test {test!r}; known: {', '.join(TEST_SCRIPTS)}")
+    if not base_url.startswith(("http://", "https://")):
+        raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+    base = _literal(base_url.rstrip("/"))
+    if test in ("get user", "update user"):
+        return f"{base}/user/{id_regex()}"
+    endpoint = "plain" if test == "plain" else "to_json"
+    params = "&".join(f"param{i}={PARAM_REGEX}" for i in (1, 2, 3))
+    return f"{base}/{endpoint}/\\?{params}"
+
+
+def update_bodies(seed: int, count: int = UPDATE_BODY_COUNT) -> list[str]:
+    """PATCH bodies as update_user.lua builds them: a random username of 8-16 ASCII
+    letters/digits and a random <8-16 of them>@example.com email.
+
+    oha cannot build a body per request, but `-Z file` sends a line of the file picked at
+    random for each request; these are those lines (deterministic for a seed)."""
+    rng = random.Random(seed)
+
+    def alnum() -> str:
+        return "".join(rng.choice(_ALNUM) for _ in range(rng.randint(8, 16)))
+
+    return [json.dumps({"username": alnum(), "email": alnum() + "@example.com"})
+            for _ in range(count)]
+
+
+def _ms(seconds: float) -> str:
+    # humantime (oha's duration parser) takes whole milliseconds: "2500ms"
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
+def _rate_arg(rate: float) -> str:
+    # plain decimal as asked, readable in the stored command (":g" would round 1234567
+    # to 1.23457e+06)
+    return f"{rate:.6f}".rstrip("0").rstrip(".")
+
+
+def oha_command(test: str, base_url: str, settings: OhaSettings,
+                duration_s: float | None = None, *, bodies_file: Path | None = None) -> list[str]:
+    """argv for one oha run (see the module docstring). `duration_s` defaults to
+    settings.duration_s (pass e.g. a warm-up duration). "update user" needs `bodies_file`,
+    one JSON body per line (update_bodies; run_oha writes it)."""
+    duration = settings.duration_s if duration_s is None else duration_s
+    if not duration > 0:
+        raise ValueError(f"duration_s must be > 0, got {duration}")
+    regex = url_regex(test, base_url)
+    argv = [
+        "oha",
+        "--no-tui", "--output-format", "json",
+        "-z", _ms(duration),
+        # wait for the requests in flight at the deadline instead of aborting them: every
+        # request sent then ends as a response, an error or a -t timeout. Without -w oha
+        # reports every connection task it aborts as "aborted due to deadline", idle ones
+        # included, so that count says nothing about requests.
+        "-w",
+        "-c", str(settings.connections),
+        "-q", _rate_arg(settings.rate),
+        "--latency-correction",
+        "-t", _ms(settings.timeout_s),
+        # oha asks for gzip/br by default; the wrk scripts do not
+        "--disable-compression",
+        "-H", f"token: {settings.token}",
+    ]
+    if settings.worker_threads is not None:
+        argv += ["--worker-threads", str(settings.worker_threads)]
+    if settings.connection_close:
+        # --disable-keepalive sends `Connection: close` AND drops the connection after each
+        # response. `-H "Connection: close"` alone relies on the server: against a server
+        # that answers without closing, oha kept its 8 connections for 200 requests, while
+        # --disable-keepalive opened 200 (a counting http.server; both opened 200 against
+        # one that honours the header).
+        argv.append("--disable-keepalive")
+    if test == "update user":
+        if bodies_file is None:
+            raise ValueError("update user needs bodies_file: a file of update_bodies() lines")
+        argv += ["-m", "PATCH", "-T", "application/json", "-Z", str(bodies_file)]
+    argv += ["--rand-regex-url", regex]
+    return argv
+
+
+# --------------------------------------------------------------------------- parsing
+
+def classify_error(message: str) -> str:
+    """The wrk error kind (connect/read/write/timeout) closest to one oha error text;
+    "deadline" for a request cut off by -z; "lost" for a text we do not know."""
+    text = message.strip().lower()
+    if text == DEADLINE_ERROR:
+        return "deadline"
+    if text == TIMEOUT_ERROR:
+        return "timeout"
+    for kind, needles in _ERROR_KINDS:
+        if any(n in text for n in needles):
+            return kind
+    return "lost"
+
+
+def _tail(text: str, limit: int = _TAIL_CHARS) -> str:
+    text = (text or "").rstrip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _load_json(text: str) -> dict:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        # tolerate anything printed around the report (never seen with --no-tui)
+        start, end = (text or "").find("{"), (text or "").rfind("}")
+        try:
+            data = json.loads(text[start:end + 1]) if 0 <= start < end else None
+        except json.JSONDecodeError:
+            data = None
+    if not isinstance(data, dict):
+        raise LoadError(f"oha printed no JSON report:\n{_tail(text)}")
+    return data
+
+
+def _number(value, what: str) -> float | None:
+    """oha writes NaN/infinity (no successful request) as null."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise LoadError(f"oha JSON: {what} is not a number: {value!r}")
+    return float(value)
+
+
+def _count(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise LoadError(f"oha JSON: {what} is not a count: {value!r}")
+    return value
+
+
+def _ms_of(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def parse_oha_json(text: str, *, asked_rate: float, duration_s: float,
+                   connections: int) -> dict:
+    """wrk's normalised summary (bench.load.wrk.parse_wrk_output: same keys, same units)
+    from oha's `--output-format json` report, plus `rate`.
+
+    - requests: responses of any status (statusCodeDistribution), as wrk counts them.
+    - sent: requests that went out on a connection: the responses plus every error
+      except connection failures (their request never left) and "aborted due to deadline".
+      unanswered = sent - requests.
+    - duration_s: oha's `summary.total` (start to the last answer); requests_per_sec =
+      requests / duration_s.
+    - bytes: oha's totalData, which counts response BODY bytes only (wrk counts every byte
+      read, headers included): same unit, smaller figure.
+    - latency_ms: min/mean/max from summary fastest/average/slowest, p50..p99_9 from
+      latencyPercentiles (oha sorts every latency and takes the floor(p/100 * n)-th),
+      seconds -> ms; with --latency-correction each is timed from the request's due time.
+      Over every response, non-2xx included, as wrk. stdev is None: oha reports none.
+      All None when there was no response.
+    - errors: non-2xx responses are `status` (stricter than wrk, which flags > 399 only;
+      the contract has no 3xx and oha follows no redirect); oha's errorDistribution by
+      classify_error into connect/read/write/timeout; unknown texts are `lost`. A request
+      cut off at the deadline (none with -w) is forgiven up to one per connection, like
+      wrk's in-flight requests at its stop; more are `lost`. total = the sum of the six.
+    - rate: asked (req/s); achieved = sent / the asked duration_s (the schedule's
+      window: oha sends nothing after it, while its total also holds the wait for the
+      last answers); not_sent = floor(asked * duration_s) - sent, never below 0: due
+      requests oha never sent because no connection was free or oha could not keep up;
+      late = None: oha's JSON has no per-request send time (only its --db-url SQLite dump
+      holds the due and the actual start of each answered request). Lateness is still in
+      the latencies, which run from the due time; except that oha's ticker stamps a due
+      request with the time it woke up, not start + i / RATE, so a ticker starved of CPU
+      hides its own delay.
+    """
+    if not duration_s > 0 or not asked_rate > 0:
+        raise ValueError(f"asked_rate and duration_s must be > 0, got {asked_rate}, {duration_s}")
+    data = _load_json(text)
+    try:
+        summary = data["summary"]
+        statuses = data["statusCodeDistribution"]
+        error_texts = data["errorDistribution"]
+        percentiles = data["latencyPercentiles"]
+    except (KeyError, TypeError) as exc:
+        raise LoadError(f"oha JSON lacks a field: {exc!r}; got keys {sorted(data)}") from None
+    if not all(isinstance(x, dict) for x in (summary, statuses, error_texts, percentiles)):
+        raise LoadError("oha JSON: summary, statusCodeDistribution, errorDistribution and "
+                        "latencyPercentiles must be objects")
+
+    requests = sum(_count(n, f"statusCodeDistribution[{code}]") for code, n in statuses.items())
+    status_errors = sum(_count(n, f"statusCodeDistribution[{code}]")
+                        for code, n in statuses.items() if not str(code).startswith("2"))
+    kinds = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "lost": 0, "deadline": 0}
+    for message, n in error_texts.items():
+        kinds[classify_error(message)] += _count(n, f"errorDistribution[{message!r}]")
+    in_flight_at_stop = min(kinds["deadline"], connections)
+    lost = kinds["lost"] + kinds["deadline"] - in_flight_at_stop
+    errors = {"connect": kinds["connect"], "read": kinds["read"], "write": kinds["write"],
+              "status": status_errors, "timeout": kinds["timeout"], "lost": lost}
+    errors["total"] = sum(errors.values())
+    sent = requests + kinds["read"] + kinds["write"] + kinds["timeout"] + lost
+
+    total_s = _number(summary.get("total"), "summary.total") or 0.0
+    raw = {"min": _number(summary.get("fastest"), "summary.fastest"),
+           "mean": _number(summary.get("average"), "summary.average"),
+           "stdev": None,
+           "max": _number(summary.get("slowest"), "summary.slowest")}
+    for key, name in (("p50", "p50"), ("p75", "p75"), ("p90", "p90"), ("p99", "p99"),
+                      ("p99_9", "p99.9")):
+        raw[key] = _number(percentiles.get(name), f"latencyPercentiles.{name}")
+    latency_ms = {k: (_ms_of(raw[k]) if requests else None) for k in LATENCY_KEYS}
+
+    scheduled = math.floor(asked_rate * duration_s + 1e-9)
+    return {
+        "requests": requests,
+        "sent": sent,
+        "unanswered": sent - requests,
+        "duration_s": total_s,
+        "requests_per_sec": requests / total_s if total_s > 0 else 0.0,
+        "bytes": _count(summary.get("totalData", 0), "summary.totalData"),
+        "latency_ms": latency_ms,
+        "errors": errors,
+        "rate": {
+            "asked": float(asked_rate),
+            "achieved": sent / duration_s,
+            "not_sent": max(0, scheduled - sent),
+            "late": None,
+        },
+    }
+
+
+def reached(summary: dict, tolerance: float = 0.05) -> tuple[bool, str]:
+    """Whether oha sent the asked rate: achieved >= (1 - tolerance) * asked. The string
+    says why not (or confirms), for a figure that must not be stored as the server's."""
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
+    rate = summary["rate"]
+    asked, achieved = rate["asked"], rate["achieved"]
+    floor_rps = (1 - tolerance) * asked
+    if achieved >= floor_rps:
+        return True, (f"asked {asked:,.0f} req/s, oha sent {achieved:,.0f} req/s "
+                      f"(within {tolerance:.0%})")
+    errors = summary["errors"]
+    why = [f"{rate['not_sent']:,} due requests were never sent"]
+    if errors["connect"]:
+        why.append(f"{errors['connect']:,} connection attempts failed (their requests "
+                   f"never left)")
+    if summary["sent"]:
+        # with -c N at most N requests are in flight: due requests wait for a free one
+        why.append("every connection was busy (the server answers slower than "
+                   "connections / rate) or oha itself could not keep up: look at the "
+                   "latency and the client's CPU")
+    return False, (f"asked {asked:,.0f} req/s, oha sent {achieved:,.0f} req/s "
+                   f"({achieved / asked:.0%}, below {floor_rps:,.0f}): " + "; ".join(why))
+
+
+# --------------------------------------------------------------------------- running
+
+def run_oha(test: str, base_url: str, settings: OhaSettings,
+            duration_s: float | None = None, *, host: LocalHost = LOCAL,
+            on_start: Callable[[int], None] | None = None,
+            cpus: list[int] | None = None) -> LoadResult:
+    """Run oha for one test at settings.rate and return its parsed summary and CPU usage.
+
+    oha gets duration + timeout + 30 s of wall time (-w lets requests in flight at the
+    deadline finish, each within the timeout); past that it is killed and LoadError
+    raised, as it is when oha is missing, fails, or prints no JSON report. Errors in the
+    run (connect, status, ...) are NOT an exception: look at summary["errors"], and at
+    reached(summary) before storing a figure as the server's. `on_start` gets oha's pid.
+    """
+    oha = require_oha(host)
+    duration = settings.duration_s if duration_s is None else duration_s
+    with tempfile.TemporaryDirectory(prefix="bench-oha-") as tmp:
+        bodies = None
+        if test == "update user":
+            bodies = Path(tmp) / "update_bodies.jsonl"
+            bodies.write_text("\n".join(update_bodies(settings.seed)) + "\n")
+        command = oha_command(test, base_url, settings, duration, bodies_file=bodies)
+        argv = [oha] + command[1:]
+        limit = duration + settings.timeout_s + KILL_GRACE_S
+        done = host.run(argv, timeout=limit, on_start=on_start, cpus=cpus)
+    if done.timed_out:
+        raise LoadError(f"oha did not finish within {limit:.0f} s and was killed: "
+                        f"{' '.join(command)}\n--- stdout (tail) ---\n{_tail(done.stdout)}\n"
+                        f"--- stderr (tail) ---\n{_tail(done.stderr)}")
+    if done.returncode != 0:
+        raise LoadError(f"oha exited with status {done.returncode}: {' '.join(command)}\n"
+                        f"--- stderr (tail) ---\n{_tail(done.stderr)}")
+    raw = _load_json(done.stdout)
+    summary = parse_oha_json(done.stdout, asked_rate=settings.rate, duration_s=duration,
+                             connections=settings.connections)
+    return LoadResult(command=argv, summary=summary, client_cpu_s=done.cpu_s,
+                      wall_s=done.wall_s, exit_code=done.returncode,
+                      stderr_tail=_tail(done.stderr), raw=raw, threads=settings.threads,
+                      connections=settings.connections)

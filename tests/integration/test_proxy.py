@@ -1,0 +1,177 @@
+"""A real server behind the real nginx reverse proxy (proxies/nginx, bench.infra.proxy).
+
+The server is fastapi without a database (no build step, no database needed), started by
+bench.infra.lifecycle.running_server on the upstream port exactly as a run starts it;
+the proxy listens on the port the load would use. What goes through the proxy must be
+what the server answers, byte for byte, and the harness's contract verification must
+pass through it.
+"""
+from __future__ import annotations
+
+import socket
+import time
+
+import psutil
+import pytest
+import requests
+
+from bench.core import manifest
+from bench.core.plan import Variant
+from bench.core.settings import Settings
+from bench.infra.host import LOCAL
+from bench.infra.lifecycle import running_server
+from bench.infra.proxy import ProxyError, available_proxies, load_proxy, running_proxy
+from bench.infra.server import log_tail
+from bench.verify.contract import verify_server
+from tests.conftest import TEST_SERVER_PORT
+
+pytestmark = pytest.mark.integration
+
+PROXY_PORT, UPSTREAM_PORT = TEST_SERVER_PORT, TEST_SERVER_PORT + 1
+WORKERS = 2                                     # enough to proxy, quick to start
+SETTINGS = Settings(workers=WORKERS, port=UPSTREAM_PORT)
+TOKEN = SETTINGS.token
+NGINX = available_proxies()["nginx"]
+
+# (method, path, token header, JSON body): the requests compared direct vs proxied
+REQUESTS = [
+    ("GET", "/ping/", None, None),
+    ("GET", "/plain/?param1=a&param2=b&param3=c", TOKEN, None),
+    ("GET", "/plain/?param1=a%20b&param2=%C3%A9t%C3%A9&param3=%26%3D%2C", TOKEN, None),
+    ("GET", "/to_json/?param1=a&param2=b&param3=c", TOKEN, None),
+    ("GET", "/to_json/?param1=x+y&param3=c", TOKEN, None),
+    ("GET", "/plain/?param1=a", None, None),                  # 401, no token
+    ("GET", "/to_json/?param1=a", TOKEN + "_wrong", None),    # 401, wrong token
+    ("PATCH", "/user/1/", TOKEN, {"username": "u", "email": "e@example.com"}),   # 404 no db
+    ("GET", "/no/such/route/", TOKEN, None),                  # 404
+]
+# headers nginx sets itself (its own Date and Server) or that describe the connection
+HOP_HEADERS = {"date", "server", "connection", "keep-alive", "transfer-encoding"}
+
+
+def answer(base_url: str, method: str, path: str, token: str | None, body) -> tuple:
+    headers = {"token": token} if token is not None else {}
+    r = requests.request(method, base_url + path, headers=headers, json=body, timeout=5,
+                         allow_redirects=False)
+    kept = {k.lower(): v for k, v in r.headers.items() if k.lower() not in HOP_HEADERS}
+    return r.status_code, kept, r.content
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    """fastapi with database "none" on the upstream port (about a second to start)."""
+    spec = manifest.discover()["fastapi"]
+    with running_server(Variant(spec, "none", False), SETTINGS, None,
+                        tmp_path / "server.log") as running:
+        yield running
+
+
+def refusing_port() -> socket.socket:
+    """A socket bound to a port the system chose but not listening: connecting to that
+    port is refused, and no other process can be listening there meanwhile."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def start_proxy(log, upstream_port: int = UPSTREAM_PORT, spec=NGINX):
+    return running_proxy(spec, listen_host="127.0.0.1", listen_port=PROXY_PORT,
+                         upstream_host="127.0.0.1", upstream_port=upstream_port,
+                         workers=WORKERS, log_path=log)
+
+
+def test_the_proxies_folder_is_discovered():
+    assert "nginx" in available_proxies()
+    assert NGINX.start and NGINX.dir.name == "nginx" and NGINX.notes
+
+
+def test_answers_through_the_proxy_equal_the_direct_ones(upstream, tmp_path):
+    log = tmp_path / "proxy.log"
+    with start_proxy(log) as proxy:
+        for method, path, token, body in REQUESTS:
+            direct = answer(upstream.server.base_url, method, path, token, body)
+            proxied = answer(proxy.base_url, method, path, token, body)
+            assert proxied == direct, f"{method} {path}\n{log_tail(log)}"
+        assert answer(proxy.base_url, "GET", "/plain/?param1=a", None, None)[0] == 401
+
+
+def test_the_contract_verification_passes_through_the_proxy(upstream, tmp_path):
+    log = tmp_path / "proxy.log"
+    with start_proxy(log) as proxy:
+        report = verify_server(proxy.base_url, server_id="fastapi", database="none", orm=False,
+                               token=TOKEN, endpoint=None)
+    assert report.passed, report.summary_text() + "\n" + log_tail(log)
+
+
+def test_upstream_connections_are_kept_alive_and_reused(upstream, tmp_path):
+    """Requests on one client connection reach the server over one kept-alive upstream
+    connection: the connection the first request used is still open after the twentieth
+    (without upstream keep-alive nginx closes each one after its response)."""
+    server_procs = [psutil.Process(p) for p in upstream.server.pids()]
+
+    def upstream_connections() -> set:
+        """The proxy's ends (ports) of its connections the server holds open now."""
+        found = set()
+        for proc in server_procs:
+            for c in proc.net_connections(kind="tcp"):
+                if c.laddr.port == UPSTREAM_PORT and c.status == psutil.CONN_ESTABLISHED:
+                    found.add(c.raddr.port)
+        return found
+    with start_proxy(tmp_path / "proxy.log") as proxy, requests.Session() as client:
+        seen = []
+        for _ in range(20):
+            r = client.get(proxy.base_url + "/plain/?param1=a", headers={"token": TOKEN},
+                           timeout=5)
+            assert r.status_code == 200
+            seen.append(upstream_connections())
+    # one per nginx worker at most (the readiness check may have used the other worker)
+    print("SEEN", seen)
+    assert seen[0] & seen[-1] and len(seen[-1]) <= WORKERS, (seen, log_tail(tmp_path / "proxy.log"))
+
+
+def test_the_proxy_runs_w_workers_and_is_gone_after_the_context(upstream, tmp_path):
+    with start_proxy(tmp_path / "proxy.log") as proxy:
+        pids = proxy.pids()
+        names = [" ".join(psutil.Process(p).cmdline()) for p in pids]
+        assert sum("nginx: worker process" in n for n in names) == WORKERS, names
+        assert sum("nginx: master process" in n for n in names) == 1, names
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or \
+            psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, pid
+    assert LOCAL.port_is_free(PROXY_PORT, "127.0.0.1")
+    # the server behind is left alone: the proxy only stops its own process group
+    assert requests.get(upstream.server.base_url + "/ping/", timeout=2).status_code == 200
+
+
+def test_a_proxy_in_front_of_nothing_is_a_clear_error_not_a_hang(tmp_path):
+    with refusing_port() as sock:
+        port = sock.getsockname()[1]
+        start = time.monotonic()
+        with pytest.raises(ProxyError, match=f"upstream http://127.0.0.1:{port} does not answer"):
+            with start_proxy(tmp_path / "proxy.log", upstream_port=port):
+                pass
+        assert time.monotonic() - start < 10
+    assert LOCAL.port_is_free(PROXY_PORT, "127.0.0.1")
+
+
+def test_an_upstream_that_goes_away_gives_a_prompt_502(upstream, tmp_path):
+    """Requests through the proxy after the server stopped fail at once, not after a timeout."""
+    with start_proxy(tmp_path / "proxy.log") as proxy:
+        upstream.server.stop()
+        start = time.monotonic()
+        r = requests.get(proxy.base_url + "/plain/?param1=a", headers={"token": TOKEN},
+                         timeout=10)
+        assert r.status_code == 502 and time.monotonic() - start < 2
+
+
+def test_a_proxy_that_exits_at_once_reports_its_log(upstream, tmp_path):
+    folder = tmp_path / "dying"
+    folder.mkdir()
+    (folder / "proxy.toml").write_text(
+        'name = "dying"\nstart = ["{python}", "-c", '
+        '"import sys; print(\'no config for you\'); sys.exit(3)"]\n')
+    start = time.monotonic()
+    with pytest.raises(ProxyError, match=r"exited with code 3[\s\S]*no config for you"):
+        with start_proxy(tmp_path / "proxy.log", spec=load_proxy(folder)):
+            pass
+    assert time.monotonic() - start < 10
