@@ -13,13 +13,23 @@ SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: bench test setup system-deps browser-deps venv tools build tables list clean
+.PHONY: bench test setup system-deps browser-deps venv tools build rust-tests tables list clean
 
 bench: setup
 	$(PYTHON) run_bench.py $(ARGS)
 
-test: setup browser-deps
+test: setup browser-deps rust-tests
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+# The Rust servers' own unit tests: every folder under servers/ with a Cargo.toml (the
+# shared crate _rscommon holds most of them). A target dir of its own in the harness
+# cache: test builds use another profile than the release build of a run.
+rust-tests: system-deps
+	@for crate in servers/*/Cargo.toml; do \
+	  dir=$$(dirname $$crate); echo "cargo test in $$dir"; \
+	  (cd $$dir && cargo test --locked --quiet --target-dir $(HOME)/.cache/webbench/cargo-test) \
+	    || exit 1; \
+	done
 
 tables: venv
 	$(PYTHON) create_markdown_tables.py

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+import traceback
 from datetime import timezone
 from pathlib import Path
 
@@ -14,15 +15,18 @@ from bench.core import dataset
 from bench.core.plan import Case, LoadParams, Sample, databases_needed, schedule
 from bench.core.settings import NO_PROXY, Settings, parse_rate
 from bench.infra import databases, db, environment
+from bench.infra import state as run_state
 from bench.infra.host import LOCAL
 from bench.infra.lifecycle import Running, running_server
 from bench.infra.resources import ConnectionSpread, ResourceSampler
-from bench.infra.server import ServerError, ServerProcess, build
+from bench.infra.server import ServerError, ServerProcess, build, log_tail
 from bench.infra.settle import settle
-from bench.infra.signals import sigterm_as_interrupt
+from bench.infra.signals import shielded, sigterm_as_interrupt
 from bench.load import oha, wrk
 from bench.report import formats, html, tables
+from bench.report.progress import Display
 from bench.storage import results
+from bench.storage.resume import TO_MEASURE
 from bench.verify import verifier
 
 WARMUP_SEED_OFFSET = 1_000_003
@@ -34,8 +38,9 @@ class NoMaximum(RuntimeError):
     """A rate given as a share of a maximum that this run did not measure."""
 
 
-def say(message: str) -> None:
-    print(message, flush=True)
+# a sample's time besides its warm-up and measured window (restore, settle, start, stop),
+# for the first ETA, before any sample has finished
+PLANNED_OVERHEAD_S = 3.0
 
 
 def database_version(ep: db.Endpoint) -> str | None:
@@ -66,26 +71,26 @@ def blank_case(case: Case, repeat: int) -> dict:
 
 
 class Run:
-    def __init__(self, settings: Settings, cases: list[Case]):
+    def __init__(self, settings: Settings, cases: list[Case],
+                 previous: tuple[dict, Path] | None = None):
+        """A new run of `cases`, or (`previous`: a stored document and its folder, as
+        prepared by bench.storage.resume) the continuation of a stored one, whose samples
+        still pending or interrupted are measured into the same document."""
         self.settings, self.cases = settings, cases
-        if settings.order_seed is None:
+        if previous is not None:
+            self.doc, self.run_dir = previous
+            settings.order_seed = self.doc["schedule"]["order_seed"]
+        elif settings.order_seed is None:
             settings.order_seed = random.SystemRandom().randrange(2**31)
         self.samples: list[Sample] = schedule(cases, settings.repeat, settings.order_seed)
-        self.run_id = results.new_run_id()
-        self.doc = results.new_document(self.run_id, settings.public(),
-                                        environment.environment(), self._load_record())
-        machine = self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])
-        self.run_dir = results.run_dir(settings.results_dir, machine, self.run_id)
+        order = [f"{s.case.id}#{s.index}" for s in self.samples]
+        if previous is None:
+            self._new_document(order)
+        elif order != self.doc["schedule"]["order"]:
+            raise ValueError("the stored schedule differs from the one its settings give")
+        self.run_id = self.doc["run_id"]
         self.logs = self.run_dir / "logs"
-        specs = {c.variant.server.id: c.variant.server for c in cases}
-        self.doc["servers"] = {sid: {"description": s.description, "language": s.language,
-                                     "concurrency": s.concurrency, "reference": s.reference,
-                                     "versions": environment.server_versions(s.dir)}
-                               for sid, s in specs.items()}
-        self.doc["cases"] = [blank_case(c, settings.repeat) for c in cases]
-        self.records = {c.id: r for c, r in zip(cases, self.doc["cases"])}
-        self.doc["schedule"] = {"order_seed": settings.order_seed, "rounds": settings.repeat,
-                                "order": [f"{s.case.id}#{s.index}" for s in self.samples]}
+        self.records = {c["id"]: c for c in self.doc["cases"]}
         self.endpoints: dict[str, db.Endpoint] = {}
         self.provider = None
         self.build_errors: dict[str, str] = {}
@@ -95,6 +100,22 @@ class Run:
             from bench.infra.proxy import available_proxies
             found = available_proxies()
             self.proxies = {name: found[name] for name in wanted}
+
+    def _new_document(self, order: list[str]) -> None:
+        settings, cases = self.settings, self.cases
+        run_id = results.new_run_id()
+        self.doc = results.new_document(run_id, settings.public(), environment.environment(),
+                                        self._load_record())
+        machine = self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])
+        self.run_dir = results.run_dir(settings.results_dir, machine, run_id)
+        specs = {c.variant.server.id: c.variant.server for c in cases}
+        self.doc["servers"] = {sid: {"description": s.description, "language": s.language,
+                                     "concurrency": s.concurrency, "reference": s.reference,
+                                     "versions": environment.server_versions(s.dir)}
+                               for sid, s in specs.items()}
+        self.doc["cases"] = [blank_case(c, settings.repeat) for c in cases]
+        self.doc["schedule"] = {"order_seed": settings.order_seed, "rounds": settings.repeat,
+                                "order": order}
 
     def wrk_load(self, load: LoadParams, seed: int) -> wrk.LoadSettings:
         """What wrk runs for a case's load parameters (threads: --threads, or the default
@@ -128,53 +149,103 @@ class Run:
         results.save(self.doc, self.run_dir)
 
     # ------------------------------------------------------------------ the run
-    def execute(self) -> dict:
+    def execute(self, display_mode: str = "auto") -> dict:
+        todo = [smp for smp in self.samples if self._record(smp)["status"] in TO_MEASURE]
+        s = self.settings
+        with Display(total_samples=len(todo), mode=display_mode,
+                     planned_seconds_per_sample=s.duration + s.warmup + PLANNED_OVERHEAD_S) \
+                as self.display:
+            return self._execute(todo)
+
+    def _execute(self, todo: list[Sample]) -> dict:
+        show = self.display
         self.logs.mkdir(parents=True, exist_ok=True)
+        self.doc["status"], self.doc["reason"] = "running", None
         self.save()
-        say(f"run {self.run_id}: {len(self.cases)} cases x {self.settings.repeat} samples, "
-            f"order seed {self.settings.order_seed}; results in {self.run_dir}")
+        if run_state.ACTIVE is not None:
+            run_state.ACTIVE.run_dir(self.run_dir)
+        show.run_started(self.run_id, len(self.cases), self.settings.repeat, str(self.run_dir),
+                         self.settings.order_seed)
+        if len(todo) != len(self.samples):
+            show.note(f"{len(todo)} of {len(self.samples)} samples to measure")
         try:
             with sigterm_as_interrupt():
-                engines = databases_needed(self.cases)
+                engines = databases_needed([s.case for s in todo])
                 if engines:
                     self._provision(engines)
-                self._build_all()
-                for n, sample in enumerate(self.samples, 1):
-                    record = self.records[sample.case.id]["samples"][sample.index]
-                    say(f"[{n}/{len(self.samples)}] round {sample.round + 1}: "
-                        f"{sample.case.variant.key} {sample.case.test}")
+                self._build_all({s.case.variant.server.id: s.case.variant.server for s in todo})
+                for n, sample in enumerate(todo, 1):
+                    record = self._record(sample)
+                    show.sample_started(n, sample.case.id, sample.round + 1)
+                    self._keep_database_up(sample.case.variant.database)
                     self._run_sample(sample, record)
+                    self._after_sample(sample, record)
                     self.save()
-                    say(f"    -> {self._outcome(record)}")
+                    ok = record["status"] == results.OK
+                    summary = record.get("summary") or {}
+                    show.sample_finished(n, sample.case.id, record["status"],
+                                         summary.get("requests_per_sec") if ok else None,
+                                         (summary.get("latency_ms") or {}).get("p99") if ok
+                                         else None, self._outcome(record))
             self.doc["status"] = "complete"
         except KeyboardInterrupt:
-            self.doc["status"] = "interrupted"
-            self.doc["reason"] = "interrupted (Ctrl-C or SIGTERM); results so far are kept"
-            for case in self.doc["cases"]:
-                for record in case["samples"]:
-                    if record["status"] == results.PENDING:
-                        record["status"] = results.INTERRUPTED
-                        record["reason"] = "run interrupted before this sample was measured"
-            say("\ninterrupted: stopping servers and databases, keeping results so far")
-        except (databases.ProvisionError, wrk.LoadError) as exc:
-            self.doc["status"] = "failed"
-            self.doc["reason"] = str(exc)
-            for case in self.doc["cases"]:
-                for record in case["samples"]:
-                    if record["status"] == results.PENDING:
-                        record.update(status=results.FAILED, reason=f"run failed: {exc}"[:300])
-            say(f"run failed: {exc}")
+            self._end_pending("interrupted", "interrupted (Ctrl-C or SIGTERM); results so far "
+                              "are kept", results.INTERRUPTED,
+                              "run interrupted before this sample was measured")
+            show.error("interrupted: stopping servers and databases, keeping results so far")
+        except Exception as exc:  # noqa: BLE001 - whatever ends the run, the document says so
+            reason = (str(exc) if isinstance(exc, (databases.ProvisionError, wrk.LoadError))
+                      else f"{type(exc).__name__}: {exc}")
+            self._end_pending("failed", reason, results.FAILED, f"run failed: {reason}"[:300])
+            show.error(f"run failed: {reason}")
+            if not isinstance(exc, (databases.ProvisionError, wrk.LoadError)):
+                with open(self.logs / "harness-error.log", "a") as f:
+                    f.write(traceback.format_exc())
         finally:
-            if self.provider is not None:
-                self.provider.stop()
-            self.doc["finished_at"] = results.now_iso()
-            self.save()
-            self._write_tables()
+            with shielded():
+                if self.provider is not None:
+                    self.provider.stop()
+                self.doc["finished_at"] = results.now_iso()
+                self.save()
+                self._write_tables()
         return self.doc
+
+    def _keep_database_up(self, engine: str) -> None:
+        """A database that died (in an earlier sample, or between samples) is restarted
+        before the next sample that needs it; the restart is recorded."""
+        if engine == "none" or self.provider is None or self.provider.alive(engine):
+            return
+        self.display.error(f"the {engine} database is down: restarting it")
+        started = results.now_iso()
+        self.endpoints[engine] = self.provider.restart(engine)
+        self._pin_databases()
+        self.doc["databases"][engine].setdefault("restarts", []).append(started)
+
+    def _after_sample(self, sample: Sample, record: dict) -> None:
+        """A sample that did not end ok keeps the tail of its log; if its database died
+        meanwhile, the reason says so (and the next sample gets a restarted one)."""
+        engine = sample.case.variant.database
+        if record["status"] in (results.OK, results.PENDING):
+            return
+        if engine != "none" and self.provider is not None and not self.provider.alive(engine):
+            record["reason"] = (f"the {engine} database died during this sample; "
+                                + (record["reason"] or ""))[:500]
+        if record.get("log"):
+            record["log_tail"] = log_tail(self.run_dir / record["log"], 20) or None
+
+    def _record(self, sample: Sample) -> dict:
+        return self.records[sample.case.id]["samples"][sample.index]
+
+    def _end_pending(self, status: str, reason: str, sample_status: str, sample_reason: str):
+        self.doc["status"], self.doc["reason"] = status, reason
+        for case in self.doc["cases"]:
+            for record in case["samples"]:
+                if record["status"] == results.PENDING:
+                    record.update(status=sample_status, reason=sample_reason)
 
     def _provision(self, engines: list[str]) -> None:
         prov = databases.for_settings(self.settings, engines)
-        say(f"databases ({prov.mode}): starting {', '.join(engines)}")
+        self.display.step(f"databases ({prov.mode}): starting {', '.join(engines)}")
         try:
             self.endpoints = prov.start()
         except BaseException:
@@ -196,12 +267,11 @@ class Run:
             for pid in self.provider.pids(engine):
                 LOCAL.pin(pid, cpus)
 
-    def _build_all(self) -> None:
-        specs = {c.variant.server.id: c.variant.server for c in self.cases}
+    def _build_all(self, specs: dict) -> None:
         for spec in specs.values():
             if not spec.build:
                 continue
-            say(f"building {spec.id} (log: logs/build-{spec.id}.log)")
+            self.display.step(f"building {spec.id} (log: logs/build-{spec.id}.log)")
             try:
                 seconds = build(spec, self.settings, self.logs / f"build-{spec.id}.log")
                 self.doc["builds"][spec.id] = {"ok": True, "seconds": round(seconds, 2),
@@ -209,7 +279,7 @@ class Run:
             except ServerError as exc:
                 self.build_errors[spec.id] = exc.reason
                 self.doc["builds"][spec.id] = {"ok": False, "seconds": 0, "error": str(exc)}
-                say(str(exc))
+                self.display.error(str(exc))
             self.save()
 
     # ------------------------------------------------------------------ one sample
@@ -231,7 +301,8 @@ class Run:
             with running_server(v, self.settings, endpoint, log_path, verifier=check,
                                 overhead_s=record["overhead_s"],
                                 settle_db=self._settler(endpoint),
-                                proxy=self.proxies.get(case.load.proxy)) as running:
+                                proxy=self.proxies.get(case.load.proxy),
+                                on_phase=self.display.phase) as running:
                 if running.settled is not None:
                     record["db_settle"] = running.settled.as_dict()
                     if not running.settled.quiet:
@@ -246,20 +317,21 @@ class Run:
                 self._measure(sample, running, endpoint, record)
         except ServerError as exc:
             record.update(status=results.FAILED, reason=exc.reason)
-            say(str(exc))
         except wrk.LoadError as exc:
             record.update(status=results.FAILED, reason=f"load generator: {exc}"[:500])
         except NoMaximum as exc:
             record.update(status=results.FAILED, reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - one broken sample must not end the run
             record.update(status=results.FAILED, reason=f"{type(exc).__name__}: {exc}"[:500])
-            say(f"    sample failed: {type(exc).__name__}: {exc}")
+            with open(self.logs / "harness-error.log", "a") as f:
+                f.write(f"{sample.case.id}#{sample.index}:\n{traceback.format_exc()}\n")
 
     def _record_verification(self, key: str, report) -> None:
         self.doc["verification"][key] = report.to_dict()
         with open(self.run_dir / "verification.txt", "a") as f:
             f.write(report.summary_text() + "\n\n")
-        say(f"    verification: {'passed' if report.passed else 'FAILED: ' + report.reason}")
+        self.display.note(f"verification of {key}: "
+                          f"{'passed' if report.passed else 'FAILED: ' + report.reason}")
 
     def _settler(self, endpoint: db.Endpoint | None):
         if endpoint is None:
@@ -321,6 +393,7 @@ class Run:
             # warm-up is wrk's closed loop at the case's connections, whatever measures.
             warm = self.wrk_load(case.load, s.seed + SAMPLE_SEED_STRIDE * sample.index
                                  + WARMUP_SEED_OFFSET)
+            self.display.phase("warm-up")
             record["warmup"] = wrk.run_wrk(case.test, running.base_url, warm, s.warmup,
                                            cpus=s.cpus("client")).summary
         client_pid: list[int] = []
@@ -328,6 +401,7 @@ class Run:
                                                         client_pid))
         # where the client connections are, half-way through the measured window
         spread = ConnectionSpread(server, at_s=s.duration / 2)
+        self.display.phase("measure")
         opened_before = LOCAL.tcp_connections_accepted()
         with sampler, spread:
             result, generator = self._generate(sample, running.base_url, client_pid)
@@ -355,6 +429,7 @@ class Run:
             record.update(status=results.FAILED,
                           reason=f"server exited during the run (code {server.proc.returncode})")
             return
+        self.display.phase("check")
         verdict = judge.judge_sample(record, s.error_threshold)
         record["error_rate"] = verdict.figures["error_rate"]
         record["checks"].update(verdict.figures)
@@ -403,13 +478,13 @@ class Run:
     def _write_tables(self) -> None:
         built, rates = tables.build_tables(self.doc), tables.build_rate_tables(self.doc)
         if not built and not rates:
+            self.display.final(f"results: {self.run_dir / results.RESULTS_FILE}")
             return
         text = formats.to_markdown(built, self.doc, rates=rates)
         (self.run_dir / "tables.md").write_text(text)
-        say("\n" + text)
         try:
             report = html.write(self.doc, built, self.run_dir)
         except Exception as exc:  # noqa: BLE001 - a chart must never cost the results
             report = f"not written ({type(exc).__name__}: {exc})"
-        say(f"results: {self.run_dir / results.RESULTS_FILE}\ntables:  "
-            f"{self.run_dir / 'tables.md'}\nreport:  {report}")
+        self.display.final(f"\n{text}\nresults: {self.run_dir / results.RESULTS_FILE}\n"
+                           f"tables:  {self.run_dir / 'tables.md'}\nreport:  {report}")

@@ -104,19 +104,39 @@ def cmd_build(settings: Settings, specs: dict) -> int:
     return 0
 
 
-def cmd_run(settings: Settings, specs: dict) -> int:
+def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
+    from bench.cli.resume import NothingToDo, reopen
     from bench.core.plan import plan
+    from bench.infra import preflight
     from bench.infra.proxy import available_proxies
-    from bench.load import oha
     from bench.runner import Run
+    previous = None
+    if args.resume and args.rerun_failed:
+        raise SelectionError("--resume and --rerun-failed exclude each other")
+    if args.resume or args.rerun_failed:
+        kind = "resume" if args.resume else "rerun-failed"
+        try:
+            settings, previous = reopen(kind, args.resume or args.rerun_failed, settings, specs)
+        except NothingToDo as done:
+            print(done)
+            return 0
+        print(f"{kind}: {previous[1]} with its stored settings (other selection and load "
+              f"flags are not used)")
     cases = plan(settings, specs, list(available_proxies()))
     if not cases:
         print("nothing to run: the selection matches no case", file=sys.stderr)
         return EXIT_USAGE
-    wrk.require_wrk()
-    if settings.rates:
-        oha.require_oha()
-    doc = Run(settings, cases).execute()
+    problems = preflight.problems(settings, cases)
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1
+    try:
+        run = Run(settings, cases, previous)
+    except ValueError as exc:          # a stored schedule today's servers cannot give
+        raise SelectionError(f"cannot continue {previous[1]}: {exc} (a server added or "
+                             f"removed since?)") from None
+    doc = run.execute(getattr(args, "display", "auto"))
     if doc["status"] == "interrupted":
         return EXIT_INTERRUPTED
     bad = [c for c in doc["cases"] if c["status"] != results.OK]
@@ -125,6 +145,13 @@ def cmd_run(settings: Settings, specs: dict) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def clean_up_after_dead_runs() -> None:
+    """Before this invocation starts anything: what a harness killed with SIGKILL left."""
+    from bench.infra import state
+    for message in state.reap():
+        print(message, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         return report.report(args)
     if args.command == "history":
         return report.show_history(args)
+    from bench.infra import state
+    if args.command in ("run", "serve", "verify", "calibrate"):
+        clean_up_after_dead_runs()
+        state.activate()
     try:
         settings = arguments.settings_from(args)
         specs = manifest.discover(settings.servers_dirs)
@@ -158,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             from bench.cli.calibrate import calibrate
             wrk.require_wrk()
             return calibrate(settings, specs)
-        return cmd_run(settings, specs)
+        return cmd_run(settings, specs, args)
     except (SelectionError, manifest.ManifestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -168,3 +199,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        state.deactivate()

@@ -101,6 +101,17 @@ def add_load(p: argparse.ArgumentParser) -> None:
                         "of variation) is flagged unstable (default: %(default)s %%)")
     g.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip verification before load (numbers are then unverified)")
+    g.add_argument("--quiet", "-q", dest="display", action="store_const", const="quiet",
+                   default="auto", help="print only errors and the final tables (default: a "
+                                        "live display on a terminal, one line per event "
+                                        "otherwise)")
+    g.add_argument("--resume", metavar="RUN", default=None,
+                   help="continue an interrupted run (its folder, results.json or run id) "
+                        "with its stored settings, measuring only the samples it did not "
+                        "finish; refused if the code or the machine changed")
+    g.add_argument("--rerun-failed", metavar="RUN", default=None,
+                   help="measure the failed, invalid and unverified cases of a finished run "
+                        "again, into the same document (the old samples are kept as history)")
     g.add_argument("--results-dir", type=Path, default=d.results_dir,
                    help="where run folders go (default: results/)")
 

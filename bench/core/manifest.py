@@ -75,6 +75,8 @@ class ServerSpec:
     # contract checks a reference server may fail, each with the reason (a reference does
     # the least work its tool allows; a framework must pass every check)
     exemptions: dict = field(default_factory=dict)
+    # programs the server needs on PATH beyond its build (checked before a run starts)
+    requires: tuple[str, ...] = ()
 
     def variants(self) -> list[tuple[str, bool]]:
         """(database, orm) pairs the server supports, in manifest order."""
@@ -200,6 +202,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         worker_check=_worker_check(data, concurrency, path),
         reference=_reference(data, databases, path),
         exemptions=_exemptions(data, path),
+        requires=tuple(str(t) for t in data.get("requires", [])),
     )
 
 

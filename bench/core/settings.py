@@ -177,6 +177,33 @@ class Settings:
         return d
 
 
+# what `public()` records that is not a field, or records in another form
+_DERIVED = ("threads_requested",)
+
+
+def from_public(stored: dict, *, token: str | None = None, postgres_dsn: str | None = None,
+                mysql_dsn: str | None = None) -> Settings:
+    """The Settings a stored run ran with (for --resume). What `public()` leaves out on
+    purpose comes from the caller: a custom token, and the DSNs of external databases."""
+    s = Settings()
+    names = {f for f in vars(s)}
+    for key, value in stored.items():
+        if key not in names or key in _DERIVED:
+            continue
+        setattr(s, key, value)
+    s.threads = stored.get("threads_requested")
+    s.token = Settings.token if stored.get("token") == "(default)" else (token or "")
+    s.postgres_dsn, s.mysql_dsn = postgres_dsn, mysql_dsn
+    s.results_dir = Path(stored["results_dir"])
+    s.servers_dirs = [Path(p) for p in stored["servers_dirs"]]
+    levels = stored.get("connection_levels") or [s.connections]
+    s.connection_levels = levels if len(levels) > 1 else None
+    for side in ("server", "client", "db"):
+        cpus = stored.get(f"{side}_cpus")
+        setattr(s, f"{side}_cpus", format_cpu_list(cpus) if cpus else None)
+    return s
+
+
 def parse_cpu_list(text: str, flag: str = "CPU list") -> list[int]:
     """A Linux CPU list ("0-3,8") as sorted CPU numbers; SelectionError when malformed."""
     cpus: set[int] = set()

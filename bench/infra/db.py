@@ -1,15 +1,41 @@
 """Talking to a provisioned database: connect, create the contract's table, restore it.
 
 Where the databases come from (local throwaway servers, Docker, existing ones) is
-`bench.provision`'s job; this module only needs an endpoint.
+`bench.infra.databases`' job; this module only needs an endpoint.
+
+Every session the harness opens is bounded: a lock wait and a statement both time out
+(`LOCK_TIMEOUT_S`, `STATEMENT_TIMEOUT_S`), so a session that holds `users` locked (a
+server's open transaction, someone's psql) makes a restore fail with a message naming
+that session instead of hanging an unattended run. No message raised from here carries
+a password or a DSN.
 """
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from bench.core import dataset
+
+# How long a harness statement may wait for a lock (TRUNCATE needs PostgreSQL's ACCESS
+# EXCLUSIVE lock / MariaDB's exclusive metadata lock on `users`) and run at all. A
+# restore takes tens of milliseconds: these only ever fire when something is wrong.
+LOCK_TIMEOUT_S = 10.0
+STATEMENT_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 5.0
+
+
+class DatabaseError(RuntimeError):
+    """A harness database operation failed. The message never contains a password."""
+
+
+class ConnectError(DatabaseError):
+    """The database did not accept the harness's connection."""
+
+
+class RestoreBlocked(DatabaseError):
+    """A restore gave up: another session held `users` locked, or it ran out of time."""
 
 
 @dataclass(frozen=True)
@@ -18,7 +44,7 @@ class Endpoint:
     host: str
     port: int
     user: str
-    password: str
+    password: str = field(repr=False)   # never in a repr, a log line or a traceback
     name: str = dataset.DATABASE_NAME
 
     def public(self) -> dict:
@@ -26,6 +52,10 @@ class Endpoint:
         d = asdict(self)
         d.pop("password")
         return d
+
+    def where(self) -> str:
+        """How messages name this database: engine, address, database; no credentials."""
+        return f"{self.engine} at {self.host}:{self.port}/{self.name}"
 
     def server_env(self) -> dict[str, str]:
         return {
@@ -37,16 +67,56 @@ class Endpoint:
         }
 
 
+# ------------------------------------------------------------------ secrets out of text
+
+# greedy up to the netloc's last "@", as urlsplit reads it: a password may contain "@"
+_URL_CREDENTIALS = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^:/@\s]*:)[^\s/]*@")
+_KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """`text` without the passwords in any URL (`scheme://user:***@host`), in libpq
+    keyword form (`password=***`), or anywhere else as one of `secrets`."""
+    text = _URL_CREDENTIALS.sub(r"\1***@", text)
+    text = _KEYWORD_PASSWORD.sub(r"\1***", text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def redact_dsn(dsn: str) -> str:
+    """A DSN as it may be shown: scheme, user, host, port and database, no password."""
+    return redact(dsn)
+
+
+def _secrets(ep: Endpoint) -> tuple[str, ...]:
+    # A password equal to the user name is shown with every user name anyway; masking
+    # it would only mangle "user bench" and "webservers_bench" in every message.
+    return (ep.password,) if ep.password and ep.password != ep.user else ()
+
+
+def _describe(exc: BaseException, ep: Endpoint) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return redact(text, *_secrets(ep))
+
+
 def endpoint_from_dsn(engine: str, dsn: str) -> Endpoint:
     """`postgresql://user:pw@host:port/db` or `mysql://user:pw@host:port/db`."""
-    parts = urlsplit(dsn)
+    try:
+        parts = urlsplit(dsn)
+        port = parts.port
+    except ValueError as exc:     # e.g. a port that is not a number
+        raise ValueError(f"{engine} DSN {redact_dsn(dsn)} is malformed ({exc}); expected "
+                         f"scheme://user:pw@host:port/db") from None
     if not parts.hostname:
-        raise ValueError(f"{engine} DSN {dsn!r} has no host (expected scheme://user:pw@host:port/db)")
+        raise ValueError(f"{engine} DSN {redact_dsn(dsn)} has no host "
+                         f"(expected scheme://user:pw@host:port/db)")
     default_port = 5432 if engine == "postgres" else 3306
     return Endpoint(
         engine=engine,
         host=parts.hostname,
-        port=parts.port or default_port,
+        port=port or default_port,
         user=unquote(parts.username or "bench"),
         password=unquote(parts.password or ""),
         name=parts.path.lstrip("/") or dataset.DATABASE_NAME,
@@ -58,19 +128,86 @@ def endpoint_from_dsn(engine: str, dsn: str) -> Endpoint:
 HARNESS_APPLICATION = "webbench-harness"
 
 
-def connect(ep: Endpoint, *, database: str | None = None, autocommit: bool = True):
-    """A DB-API connection (psycopg 3 or PyMySQL); the caller closes it."""
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def connect(ep: Endpoint, *, database: str | None = None, autocommit: bool = True,
+            lock_timeout_s: float = LOCK_TIMEOUT_S,
+            statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+            connect_timeout_s: float = CONNECT_TIMEOUT_S):
+    """A DB-API connection (psycopg 3 or PyMySQL) whose lock waits and statements are
+    bounded; the caller closes it. ConnectError (password-free) when it cannot connect."""
     name = ep.name if database is None else database
-    if ep.engine == "postgres":
-        import psycopg
-        return psycopg.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
-                               dbname=name, autocommit=autocommit, connect_timeout=5,
-                               application_name=HARNESS_APPLICATION)
-    import pymysql
-    conn = pymysql.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
-                           database=name, autocommit=autocommit, connect_timeout=5,
-                           init_command="SET time_zone = '+00:00'")
+    try:
+        if ep.engine == "postgres":
+            return _connect_postgres(ep, name, autocommit, lock_timeout_s,
+                                     statement_timeout_s, connect_timeout_s)
+        return _connect_mysql(ep, name, autocommit, lock_timeout_s, statement_timeout_s,
+                              connect_timeout_s)
+    except Exception as exc:  # noqa: BLE001 - every driver error becomes one redacted type
+        # `from None`: the driver's exception (which may quote the connection string)
+        # stays out of the traceback; its message is kept, redacted
+        raise ConnectError(f"cannot connect to {ep.where()} as {ep.user}: "
+                           f"{_describe(exc, ep)}") from None
+
+
+def _connect_postgres(ep, name, autocommit, lock_timeout_s, statement_timeout_s,
+                      connect_timeout_s):
+    import psycopg
+    conn = psycopg.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
+                           dbname=name, autocommit=True,
+                           # libpq's minimum is 2 s; it rounds anything below up to 2
+                           connect_timeout=max(2, round(connect_timeout_s)),
+                           application_name=HARNESS_APPLICATION)
+    try:
+        # set_config rather than the `options` startup packet, which a connection pooler
+        # in front of an external database may refuse
+        conn.execute("SELECT set_config('lock_timeout', %s, false), "
+                     "set_config('statement_timeout', %s, false)",
+                     (f"{_ms(lock_timeout_s)}ms", f"{_ms(statement_timeout_s)}ms"))
+        conn.autocommit = autocommit
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _connect_mysql(ep, name, autocommit, lock_timeout_s, statement_timeout_s,
+                   connect_timeout_s):
+    import pymysql
+    # Both lock waits have a whole-second granularity on MariaDB and MySQL.
+    lock_s = max(1, round(lock_timeout_s))
+    conn = pymysql.connect(
+        host=ep.host, port=ep.port, user=ep.user, password=ep.password, database=name,
+        autocommit=autocommit, connect_timeout=connect_timeout_s,
+        # client-side backstop: a server that stops answering mid-statement cannot hold
+        # the harness longer than the statement bound plus a margin
+        read_timeout=statement_timeout_s + 30, write_timeout=statement_timeout_s + 30,
+        # lock_wait_timeout: metadata locks (TRUNCATE vs an open transaction that read
+        # the table); innodb_lock_wait_timeout: row locks (INSERT/UPDATE vs FOR UPDATE)
+        init_command=f"SET time_zone = '+00:00', lock_wait_timeout = {lock_s}, "
+                     f"innodb_lock_wait_timeout = {lock_s}")
+    try:
+        cur = conn.cursor()
+        if "mariadb" in conn.get_server_info().lower():
+            cur.execute(f"SET max_statement_time = {statement_timeout_s:.3f}")
+        else:   # MySQL bounds only SELECTs; the lock waits above bound the rest
+            cur.execute(f"SET max_execution_time = {_ms(statement_timeout_s)}")
+        cur.close()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def accepts_connection(ep: Endpoint, timeout_s: float = 2.0) -> bool:
+    """Whether the database accepts a connection within about `timeout_s`."""
+    try:
+        connect(ep, connect_timeout_s=timeout_s, statement_timeout_s=timeout_s).close()
+        return True
+    except ConnectError:
+        return False
 
 
 def wait_until_accepting(ep: Endpoint, timeout: float = 30.0, database: str | None = None) -> None:
@@ -79,10 +216,10 @@ def wait_until_accepting(ep: Endpoint, timeout: float = 30.0, database: str | No
         try:
             connect(ep, database=database).close()
             return
-        except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
+        except ConnectError as exc:   # any failure means "not yet"
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{ep.engine} at {ep.host}:{ep.port} did not accept "
-                                   f"connections within {timeout:.0f}s: {exc}") from exc
+                                   f"connections within {timeout:.0f}s: {exc}") from None
             time.sleep(0.1)
 
 
@@ -102,17 +239,122 @@ def create_schema(ep: Endpoint) -> None:
     restore(ep)
 
 
-def restore(ep: Endpoint) -> float:
-    """Put `users` back to exactly the contract's 10,000 rows; returns seconds taken."""
+# ------------------------------------------------------------------ restore
+
+# Errors that mean "waited for a lock too long" / "ran out of statement time".
+_PG_TIMEOUTS = {"55P03": "lock", "57014": "statement"}   # lock_not_available, query_canceled
+_MY_LOCK_WAIT_TIMEOUT = 1205
+_MY_STATEMENT_TIMEOUTS = (1969, 3024)   # MariaDB max_statement_time, MySQL max_execution_time
+
+
+def restore(ep: Endpoint, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
+            statement_timeout_s: float = STATEMENT_TIMEOUT_S) -> float:
+    """Put `users` back to exactly the contract's 10,000 rows; returns seconds taken.
+
+    RestoreBlocked, naming the session that held the table when the database can say,
+    when a lock wait or the whole statement runs out of its bound."""
     start = time.perf_counter()
-    with connect(ep) as conn:
+    with connect(ep, lock_timeout_s=lock_timeout_s,
+                 statement_timeout_s=statement_timeout_s) as conn:
         cur = conn.cursor()
         for stmt in dataset.RESTORE[ep.engine]:
-            cur.execute(stmt)
+            try:
+                cur.execute(stmt)
+            except Exception as exc:  # noqa: BLE001 - only the timeouts are translated
+                kind = _timeout_kind(ep, exc)
+                if kind is None:
+                    raise
+                raise RestoreBlocked(_blocked_message(
+                    ep, conn, stmt, kind, time.perf_counter() - start,
+                    lock_timeout_s if kind == "lock" else statement_timeout_s)) from None
             if cur.description:
                 cur.fetchall()
     return time.perf_counter() - start
 
+
+def _timeout_kind(ep: Endpoint, exc: Exception) -> str | None:
+    if ep.engine == "postgres":
+        state = getattr(exc, "sqlstate", None)
+        return _PG_TIMEOUTS.get(state or "")
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    if code == _MY_LOCK_WAIT_TIMEOUT:
+        return "lock"
+    if code in _MY_STATEMENT_TIMEOUTS:
+        return "statement"
+    return None
+
+
+def _blocked_message(ep: Endpoint, conn, stmt: str, kind: str, waited_s: float,
+                     bound_s: float) -> str:
+    verb = stmt.split()[0].upper()
+    if kind == "lock":
+        what = (f"{verb} waited {waited_s:.1f} s for a lock (lock timeout {bound_s:g} s): "
+                f"the table was locked by another session")
+    else:
+        what = (f"{verb} did not finish within its {bound_s:g} s statement timeout "
+                f"(the table may be locked by another session)")
+    try:
+        holders = _lock_holders(ep, conn)
+    except Exception as exc:  # noqa: BLE001 - naming the holder is best effort
+        holders = f"which one could not be read: {_describe(exc, ep)}"
+    return f"restore of `users` on {ep.where()} gave up: {what} ({holders})"
+
+
+def _lock_holders(ep: Endpoint, conn) -> str:
+    """The sessions that hold `users` (or, where the database does not say, the other
+    sessions on the database that could), one line each."""
+    if ep.engine == "postgres":
+        rows = _pg_holders(conn)
+    else:
+        rows = _mysql_holders(conn, ep)
+    if not rows:
+        return "no other session visible to the harness's user"
+    return "; ".join(rows)
+
+
+def _pg_holders(conn) -> list[str]:
+    # The failed statement left the autocommit connection usable; pg_locks has every
+    # granted lock on the table, pg_stat_activity what that session is doing.
+    rows = conn.execute(
+        "SELECT a.pid, a.usename, a.application_name, a.state, l.mode, "
+        "       round(extract(epoch FROM now() - coalesce(a.xact_start, a.backend_start))), "
+        "       left(a.query, 120) "
+        "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+        "WHERE l.granted AND l.relation = to_regclass('users') "
+        "  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+        "  AND l.pid <> pg_backend_pid() ORDER BY a.pid").fetchall()
+    return [f"pid {pid}: user {user}, application {app or '-'!r}, {state or '?'}, "
+            f"holds {mode}, transaction open {int(age or 0)} s, last query {query!r}"
+            for pid, user, app, state, mode, age, query in rows]
+
+
+def _mysql_holders(conn, ep: Endpoint) -> list[str]:
+    cur = conn.cursor()
+    try:   # InnoDB's open transactions (needs the PROCESS privilege to see others')
+        cur.execute(
+            "SELECT p.ID, p.USER, p.HOST, p.COMMAND, p.TIME, t.trx_started, "
+            "       LEFT(COALESCE(t.trx_query, p.INFO, ''), 120) "
+            "FROM information_schema.INNODB_TRX t "
+            "JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id "
+            "WHERE p.ID <> CONNECTION_ID() ORDER BY p.ID")
+        trx = cur.fetchall()
+    except Exception:  # noqa: BLE001 - fall back to the process list
+        trx = []
+    if trx:
+        return [f"connection {cid}: {user}@{host}, {command} for {secs} s, transaction open "
+                f"since {started}, last query {query!r}"
+                for cid, user, host, command, secs, started, query in trx]
+    # A session idle in a transaction shows as Sleep with no query: every other
+    # session on the database is a candidate.
+    cur.execute("SELECT ID, USER, HOST, COMMAND, TIME, LEFT(COALESCE(INFO, ''), 120) "
+                "FROM information_schema.PROCESSLIST "
+                "WHERE ID <> CONNECTION_ID() AND DB = %s ORDER BY ID", (ep.name,))
+    return [f"connection {cid} may hold it: {user}@{host}, {command} for {secs} s"
+            + (f", query {query!r}" if query else "")
+            for cid, user, host, command, secs, query in cur.fetchall()]
+
+
+# ------------------------------------------------------------------ reading
 
 def fetch_users(ep: Endpoint, where: str = "", params: tuple = ()) -> list[dataset.User]:
     sql = dataset.SELECT_ALL if not where else dataset.SELECT_ALL.replace(

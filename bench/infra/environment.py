@@ -17,6 +17,7 @@ import socket
 import subprocess
 import tomllib
 from importlib import metadata
+import hashlib
 from pathlib import Path
 
 from bench.core.settings import usable_cpus
@@ -58,8 +59,11 @@ def git_state() -> dict:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
     status = git("status", "--porcelain", "--untracked-files=no")
+    diff = git("diff", "HEAD") if status else ""
+    # which uncommitted changes: --resume refuses to mix samples of different code
     return {"commit": git("rev-parse", "HEAD"),
-            "dirty": None if status is None else bool(status)}
+            "dirty": None if status is None else bool(status),
+            "diff_sha": hashlib.sha256(diff.encode()).hexdigest()[:16] if diff else None}
 
 
 def machine() -> dict:
@@ -86,6 +90,9 @@ def tools() -> dict:
         "rustc": _first_line(["rustc", "--version"]),
         "go": _first_line(["go", "version"]),
         "node": _first_line(["node", "--version"]),
+        # the open-model load generator, and the ceiling server and reverse proxy
+        "oha": _first_line(["oha", "--version"]),
+        "nginx": _first_line(["nginx", "-v"]),
     }
 
 

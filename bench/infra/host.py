@@ -15,11 +15,46 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import psutil
+
+
+class HostUnreachable(RuntimeError):
+    """A host the harness can no longer talk to (its SSH connection is lost or does not
+    answer). Raised by every call on that host from then on; the case it ran is failed."""
+
+    def __init__(self, host: str, reason: str):
+        super().__init__(f"host {host} is unreachable: {reason}")
+        self.host, self.reason = host, reason
+
+
+@dataclass(frozen=True)
+class ProcessRef:
+    """One process on one host: its pid and its start time (a pid reused by another
+    process is another ProcessRef). Host-neutral: every operation on it is a method of
+    the host that listed it, e.g. `host.read(ref, memory=True)`.
+
+    `create_time` is the host's own stamp (epoch seconds on LocalHost, clock ticks since
+    boot on RemoteHost): compare it only with refs of the same host."""
+    pid: int
+    create_time: float
+    host: object = field(default=None, compare=False, repr=False)
+
+    # Transitional: bench/infra/proxy.py still treats what tree() returns as
+    # psutil.Process. These three delegate to the host; drop them once it calls the host.
+    def is_running(self) -> bool:
+        return bool(self.host.running([self]))
+
+    def status(self) -> str:
+        return "running" if self.host.running([self], zombies=False) else "zombie"
+
+    def kill(self) -> None:
+        self.host.kill(self)
+
+from bench.infra import state
 
 
 @dataclass
@@ -43,8 +78,15 @@ class ProcessFigures:
 
 
 class LocalHost:
-    """This machine."""
+    """This machine. RemoteHost (bench/infra/remote.py) has the same methods for a
+    machine reached over SSH."""
     name = "local"
+    address = "local"
+
+    def __init__(self):
+        # psutil.Process objects behind the refs handed out, so that reading a process
+        # 4 times a second does not re-open it each time (as the sampler did before)
+        self._procs: dict[ProcessRef, psutil.Process] = {}
 
     # ------------------------------------------------------------ processes
     def spawn(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
@@ -59,9 +101,11 @@ class LocalHost:
             if log:
                 log.write(f"$ {' '.join(argv)}\n".encode())
                 log.flush()
-            return subprocess.Popen(argv, cwd=cwd, env=env, stdout=log,
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log,
                                     stderr=subprocess.STDOUT if log else None,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
+            state.group_started(proc.pid, argv)     # found again if the harness is killed
+            return proc
         finally:
             if log:
                 log.close()
@@ -77,6 +121,7 @@ class LocalHost:
             start = time.monotonic()
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                     stdout=out, stderr=err, start_new_session=True)
+            state.group_started(proc.pid, argv)
             timed_out = False
             try:
                 if on_start:
@@ -96,6 +141,8 @@ class LocalHost:
                 if proc.returncode is None:
                     self._stop_and_reap(proc, stop_signal)
                 raise
+            finally:
+                state.group_stopped(proc.pid)
             wall_s = time.monotonic() - start
             out.seek(0)
             err.seek(0)
@@ -152,13 +199,73 @@ class LocalHost:
             return False
 
     # ------------------------------------------------------------ resources
-    def tree(self, pid: int) -> list[psutil.Process]:
-        """pid and all its descendants that are running now."""
+    def _ref(self, proc: psutil.Process) -> ProcessRef:
+        ref = ProcessRef(proc.pid, proc.create_time(), self)
+        if len(self._procs) > 20000:        # a long run's worth of exited processes
+            self._procs.clear()
+        self._procs.setdefault(ref, proc)
+        return ref
+
+    def _proc(self, ref: ProcessRef) -> psutil.Process | None:
+        """The psutil.Process behind a ref, None when that process is gone (also when its
+        pid now belongs to another process)."""
+        proc = self._procs.get(ref)
+        if proc is None:
+            try:
+                proc = psutil.Process(ref.pid)
+            except psutil.Error:
+                return None
+            if proc.create_time() != ref.create_time:
+                return None
+            self._procs[ref] = proc
+        return proc
+
+    def _forget(self, ref: ProcessRef) -> None:
+        self._procs.pop(ref, None)
+
+    def process(self, pid: int) -> ProcessRef | None:
+        """The process running now under pid, None when there is none."""
+        try:
+            return self._ref(psutil.Process(pid))
+        except psutil.Error:
+            return None
+
+    def processes(self, pids: Iterable[int]) -> dict[int, ProcessRef]:
+        """process() for many pids (one round trip on a RemoteHost); gone ones left out."""
+        refs = {pid: self.process(pid) for pid in pids}
+        return {pid: ref for pid, ref in refs.items() if ref is not None}
+
+    def tree(self, pid: int) -> list[ProcessRef]:
+        """pid and all its descendants that are running now (pid first)."""
         try:
             root = psutil.Process(pid)
-            return [root, *root.children(recursive=True)]
+            return [self._ref(p) for p in (root, *root.children(recursive=True))]
         except psutil.Error:
             return []
+
+    def running(self, refs: Iterable[ProcessRef], *, zombies: bool = True) -> list[ProcessRef]:
+        """The refs whose process still exists (a zombie counts unless zombies=False)."""
+        alive = []
+        for ref in refs:
+            proc = self._proc(ref)
+            try:
+                if proc is not None and proc.is_running() and \
+                        (zombies or proc.status() != psutil.STATUS_ZOMBIE):
+                    alive.append(ref)
+            except psutil.Error:
+                self._forget(ref)
+        return alive
+
+    def kill(self, ref: ProcessRef) -> bool:
+        """SIGKILL to that one process, unless it is gone; False when it was."""
+        proc = self._proc(ref)
+        try:
+            if proc is not None:
+                proc.kill()          # psutil checks the pid still is that process
+                return True
+        except psutil.Error:
+            self._forget(ref)
+        return False
 
     def thread_names(self, pid: int) -> list[str]:
         """The names of a process's threads (what `ps -L` and `top -H` show), [] once gone."""
@@ -170,38 +277,50 @@ class LocalHost:
                 continue
         return names
 
-    def command_line(self, proc: psutil.Process) -> str:
+    def command_line(self, ref: ProcessRef) -> str:
         try:
-            return " ".join(proc.cmdline())
+            proc = self._proc(ref)
+            return " ".join(proc.cmdline()) if proc is not None else ""
         except psutil.Error:
             return ""
 
-    def environment(self, proc: psutil.Process) -> list[str]:
+    def environment(self, ref: ProcessRef) -> list[str]:
         """A process's environment as NAME=value lines ([] when unreadable)."""
         try:
-            return [f"{k}={v}" for k, v in proc.environ().items()]
+            proc = self._proc(ref)
+            return [f"{k}={v}" for k, v in proc.environ().items()] if proc is not None else []
         except psutil.Error:
             return []
 
-    def connections_on_port(self, procs: list[psutil.Process], port: int) -> dict[int, int]:
+    def base_environment(self) -> dict[str, str]:
+        """The environment a started process inherits on this host (os.environ here)."""
+        return dict(os.environ)
+
+    def connections_on_port(self, refs: list[ProcessRef], port: int) -> dict[int, int]:
         """Established TCP connections each process holds on local `port` (a server's
         accepted client connections), by pid."""
         counts = {}
-        for proc in procs:
+        for ref in refs:
+            proc = self._proc(ref)
             try:
+                if proc is None:
+                    continue
                 conns = proc.net_connections(kind="tcp")
             except psutil.Error:
                 continue
-            counts[proc.pid] = sum(1 for c in conns if c.laddr and c.laddr.port == port
-                                   and c.status == psutil.CONN_ESTABLISHED)
+            counts[ref.pid] = sum(1 for c in conns if c.laddr and c.laddr.port == port
+                                  and c.status == psutil.CONN_ESTABLISHED)
         return counts
 
-    def read(self, proc: psutil.Process, memory: bool) -> ProcessFigures | None:
+    def read(self, ref: ProcessRef, memory: bool) -> ProcessFigures | None:
         """CPU seconds so far and (when `memory`) proportional memory, or None once gone.
 
         PSS splits each shared page between the processes that map it, so a server of
         eight forked workers is not charged eight times for the pages they share (RSS
         would be, and would penalise multi-process servers against a single process)."""
+        proc = self._proc(ref)
+        if proc is None:
+            return None
         try:
             with proc.oneshot():
                 t = proc.cpu_times()
@@ -217,7 +336,14 @@ class LocalHost:
                 except (psutil.AccessDenied, AttributeError):
                     return ProcessFigures(cpu, proc.memory_info().rss / 2**20, "rss")
         except psutil.Error:
+            self._forget(ref)
             return None
+
+    def read_many(self, refs: Iterable[ProcessRef],
+                  memory: bool) -> dict[ProcessRef, ProcessFigures | None]:
+        """read() of many processes at once: one round trip per sampling tick on a
+        RemoteHost."""
+        return {ref: self.read(ref, memory) for ref in refs}
 
     # ------------------------------------------------------------ network and tools
     def port_is_free(self, port: int, host: str = "127.0.0.1") -> bool:
@@ -240,6 +366,33 @@ class LocalHost:
 
     def which(self, tool: str) -> str | None:
         return shutil.which(tool)
+
+    # ------------------------------------------------------------ files and identity
+    def put(self, local_path: Path | str, host_path: Path | str) -> None:
+        """Copy a file or folder to this host (here: a plain copy unless it is the same)."""
+        _copy(Path(local_path), Path(host_path))
+
+    def get(self, host_path: Path | str, local_path: Path | str) -> None:
+        """Copy a file or folder from this host to the harness's machine."""
+        _copy(Path(host_path), Path(local_path))
+
+    def fingerprint(self) -> dict:
+        """This host's environment block: bench.infra.environment's machine() with its
+        tools() under "tools"."""
+        from bench.infra import environment
+        return {**environment.machine(), "tools": environment.tools()}
+
+    def close(self) -> None:
+        """Nothing to disconnect here (RemoteHost kills what it spawned and disconnects)."""
+
+
+def _copy(source: Path, dest: Path) -> None:
+    if source.resolve() == dest.resolve():
+        return
+    if source.is_dir():
+        shutil.copytree(source, dest, dirs_exist_ok=True)
+    else:
+        shutil.copy2(source, dest)
 
 
 def pinned(argv: list[str], cpus: list[int] | None) -> list[str]:

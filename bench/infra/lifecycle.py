@@ -18,6 +18,7 @@ from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.host import LOCAL, LocalHost
 from bench.infra.server import ServerProcess
+from bench.infra.signals import shielded
 
 
 @dataclass
@@ -40,11 +41,13 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                    verifier: Callable[[ServerProcess], Any] | None = None,
                    overhead_s: dict | None = None,
                    settle_db: Callable[[], Any] | None = None,
-                   proxy: Any = None, host: LocalHost = LOCAL) -> Iterator[Running]:
+                   proxy: Any = None, host: LocalHost = LOCAL,
+                   on_phase: Callable[[str], None] = lambda name: None) -> Iterator[Running]:
     """A freshly restored table and a freshly started, ready server; always stopped.
 
     `proxy` (a ProxySpec): the server listens on the upstream port and the proxy takes
     the server's port, so clients find it where they would find the server.
+    `on_phase` hears each step's name as it begins (a progress display shows it).
     `overhead_s` (a dict of the caller's, or a new one) is filled as the steps happen, so
     a caller that catches an exception still has the timings of the steps that ran.
     ServerError propagates (it carries the server log's tail)."""
@@ -53,31 +56,40 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
     running = Running(ServerProcess(variant, server_settings, endpoint, log_path, host),
                       overhead_s if overhead_s is not None else {})
     overhead = running.overhead_s
+    if endpoint is not None:
+        on_phase("restore")
     overhead["restore"] = round(db.restore(endpoint), 4) if endpoint is not None else 0.0
     if settle_db is not None:
+        on_phase("settle")
         # the restore's and the previous sample's deferred work, done before anyone measures
         running.settled = settle_db()
         overhead["settle"] = round(running.settled.seconds, 4)
+    in_front = ExitStack()
     try:
-        with ExitStack() as in_front:
+        t0 = time.monotonic()
+        on_phase("start")
+        running.server.start()
+        running.server.wait_ready()
+        overhead["start_to_ready"] = round(time.monotonic() - t0, 4)
+        if verifier is not None:
+            on_phase("verify")
+            running.verification = verifier(running.server)
+        if proxy is not None:
+            from bench.infra.proxy import running_proxy
+            on_phase("proxy")
             t0 = time.monotonic()
-            running.server.start()
-            running.server.wait_ready()
-            overhead["start_to_ready"] = round(time.monotonic() - t0, 4)
-            if verifier is not None:
-                running.verification = verifier(running.server)
-            if proxy is not None:
-                from bench.infra.proxy import running_proxy
-                t0 = time.monotonic()
-                running.proxy = in_front.enter_context(running_proxy(
-                    proxy, listen_host=settings.host, listen_port=settings.port,
-                    upstream_host=settings.host, upstream_port=server_settings.port,
-                    workers=settings.workers, log_path=log_path,
-                    cpus=settings.cpus("server"), host=host))
-                overhead["proxy_start"] = round(time.monotonic() - t0, 4)
-            yield running
+            running.proxy = in_front.enter_context(running_proxy(
+                proxy, listen_host=settings.host, listen_port=settings.port,
+                upstream_host=settings.host, upstream_port=server_settings.port,
+                workers=settings.workers, log_path=log_path,
+                cpus=settings.cpus("server"), host=host))
+            overhead["proxy_start"] = round(time.monotonic() - t0, 4)
+        yield running
     finally:
-        overhead["stop"] = round(running.server.stop(), 4)
-        overhead["total"] = round(sum(overhead.get(k, 0.0) for k in
+        on_phase("stop")
+        with shielded():
+            in_front.close()
+            overhead["stop"] = round(running.server.stop(), 4)
+            overhead["total"] = round(sum(overhead.get(k, 0.0) for k in
                                       ("restore", "settle", "start_to_ready", "proxy_start",
                                        "stop")), 4)

@@ -27,7 +27,7 @@ from bench.infra.server import ServerError
 from bench.paths import REPO, SERVERS_DIR
 
 PROXIES_DIR = REPO / "proxies"
-UPSTREAM_WAIT_S = 3.0        # the server behind is already up: it answers at once or never
+UPSTREAM_WAIT_S = 1.0        # the server behind is already up: it answers at once or never
 STOP_GRACE_S = 5.0           # then SIGKILL, as for servers
 
 
@@ -181,24 +181,27 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
               "listen_port": str(listen_port), "upstream_host": upstream_host,
               "upstream_port": str(upstream_port), "workers": str(workers)}
     base_url, upstream_url = _url(listen_host, listen_port), _url(upstream_host, upstream_port)
+    # Each check's connections are closed when it ends: none of the harness's own stays
+    # open to the server or the proxy while the load runs.
     with requests.Session() as session:
         expected = _upstream_answer(session, upstream_url)
-        if not host.port_is_free(listen_port, listen_host):
-            raise ProxyError(f"port {listen_port} is busy before starting the {spec.name} proxy: "
-                             f"another process listens there")
-        argv = [expand(a, values) for a in spec.start]
-        try:
-            proc = host.spawn(argv, cwd=spec.dir, env=proxy_environment(spec, values),
-                              log_path=log_path, cpus=cpus)
-        except FileNotFoundError as exc:
-            raise ProxyError(f"cannot start the {spec.name} proxy: {exc.filename} not found") from exc
-        running = RunningProxy(spec, proc, base_url, upstream_url, host)
-        try:
+    if not host.port_is_free(listen_port, listen_host):
+        raise ProxyError(f"port {listen_port} is busy before starting the {spec.name} proxy: "
+                         f"another process listens there")
+    argv = [expand(a, values) for a in spec.start]
+    try:
+        proc = host.spawn(argv, cwd=spec.dir, env=proxy_environment(spec, values),
+                          log_path=log_path, cpus=cpus)
+    except FileNotFoundError as exc:
+        raise ProxyError(f"cannot start the {spec.name} proxy: {exc.filename} not found") from exc
+    running = RunningProxy(spec, proc, base_url, upstream_url, host)
+    try:
+        with requests.Session() as session:
             _wait_ready(running, session, expected, log_path)
-            yield running
-        finally:
-            running.stop()
-            _wait_port_free(host, listen_host, listen_port)
+        yield running
+    finally:
+        running.stop()
+        _wait_port_free(host, listen_host, listen_port)
 
 
 def _wait_ready(running: RunningProxy, session: requests.Session, expected: tuple,

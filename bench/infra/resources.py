@@ -3,16 +3,18 @@ measured window (several readings a second, in a background thread).
 
 Each *group* is a function returning the pids that belong to it right now (a server's
 whole process tree, the database server's processes, wrk), so workers forked or
-restarted during the window are counted from the moment they are first seen.
+restarted during the window are counted from the moment they are first seen. A group
+may be given as (function, host) when it runs on another host than the sampler's; each
+host is read once per tick for all its processes (one round trip on a RemoteHost).
 """
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Union
 
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL, LocalHost, ProcessRef
 
 CPU_INTERVAL_S = 0.25      # 4 readings a second: enough for a peak, cheap on a busy machine
 MEMORY_EVERY = 4           # PSS (smaps_rollup) once a second: it is the dearer reading
@@ -21,6 +23,7 @@ MEMORY_EVERY = 4           # PSS (smaps_rollup) once a second: it is the dearer 
 @dataclass
 class _Group:
     pids: Callable[[], list[int]]
+    host: LocalHost
     last_cpu: dict[int, float] = field(default_factory=dict)
     cpu_s: float = 0.0
     peak_cores: float = 0.0
@@ -32,13 +35,15 @@ class _Group:
 class ResourceSampler:
     """Use as a context manager around the measured window; `figures()` afterwards."""
 
-    def __init__(self, groups: dict[str, Callable[[], list[int]]], host: LocalHost = LOCAL,
-                 interval: float = CPU_INTERVAL_S):
-        self.groups = {name: _Group(pids) for name, pids in groups.items()}
+    def __init__(self, groups: dict[str, Union[Callable[[], list[int]],
+                                               tuple[Callable[[], list[int]], LocalHost]]],
+                 host: LocalHost = LOCAL, interval: float = CPU_INTERVAL_S):
+        self.groups = {name: _Group(*g) if isinstance(g, tuple) else _Group(g, host)
+                       for name, g in groups.items()}
         self.host, self.interval = host, interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._procs: dict[int, object] = {}
+        self._procs: dict[tuple[int, int], ProcessRef] = {}    # (id(host), pid) -> ref
         self.started = self.ended = 0.0
         self.readings = 0
 
@@ -62,30 +67,39 @@ class ResourceSampler:
             tick += 1
             self._read(first=False, memory=tick % MEMORY_EVERY == 0)
 
-    def _proc(self, pid: int):
-        import psutil
-        proc = self._procs.get(pid)
-        if proc is None:
-            try:
-                proc = self._procs[pid] = psutil.Process(pid)
-            except psutil.Error:
-                return None
-        return proc
+    def _refs(self, host: LocalHost, pids: list[int]) -> dict[int, ProcessRef]:
+        """The process behind each pid, as first seen (a pid seen again is the same)."""
+        new = [pid for pid in pids if (id(host), pid) not in self._procs]
+        if new:
+            for pid, ref in host.processes(new).items():
+                self._procs[(id(host), pid)] = ref
+        return {pid: self._procs[(id(host), pid)] for pid in pids
+                if (id(host), pid) in self._procs}
 
     def _read(self, *, first: bool, memory: bool) -> None:
         now = time.monotonic()
         dt = max(now - getattr(self, "_last_read", now), 1e-6)
         self._last_read = now
         self.readings += 1
-        for group in self.groups.values():
+        listed: dict[str, dict[int, ProcessRef]] = {}
+        for name, group in self.groups.items():
             try:
-                pids = group.pids()
+                listed[name] = self._refs(group.host, group.pids())
             except Exception:  # noqa: BLE001 - a group that cannot be listed reads as empty
-                pids = []
+                listed[name] = {}
+        figures_of: dict[tuple[int, ProcessRef], object] = {}     # (id(host), ref)
+        for host in {id(g.host): g.host for g in self.groups.values()}.values():
+            refs = [ref for name, g in self.groups.items() if g.host is host
+                    for ref in listed[name].values()]
+            try:
+                read = host.read_many(refs, memory) if refs else {}
+            except Exception:  # noqa: BLE001 - an unreadable host reads as empty this tick
+                read = {}
+            figures_of.update({(id(host), ref): f for ref, f in read.items()})
+        for name, group in self.groups.items():
             delta, mem_total, kinds, seen = 0.0, 0.0, set(), 0
-            for pid in pids:
-                proc = self._proc(pid)
-                figures = self.host.read(proc, memory) if proc is not None else None
+            for pid, ref in listed[name].items():
+                figures = figures_of.get((id(group.host), ref))
                 if figures is None:
                     continue
                 seen += 1

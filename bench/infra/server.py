@@ -2,21 +2,20 @@
 asked for, list its processes, stop its whole process group."""
 from __future__ import annotations
 
-import os
 import re
 import signal
 import sys
 import time
 from pathlib import Path
 
-import psutil
 import requests
 
 from bench.core import manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra.db import Endpoint
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra import state
+from bench.infra.host import LOCAL, LocalHost, ProcessRef
 from bench.paths import CACHE_DIR
 
 
@@ -103,7 +102,7 @@ class ServerProcess:
         self.proc = None                 # subprocess.Popen once started
         self.budget = db_budget(self.spec, settings, variant.database)
         self.pool_size = pool_size(self.spec, settings, variant.database)
-        self._tree: dict[int, psutil.Process] = {}
+        self._tree: dict[int, ProcessRef] = {}
 
     @property
     def base_url(self) -> str:
@@ -111,7 +110,7 @@ class ServerProcess:
 
     def environment(self) -> dict[str, str]:
         values = template_values(self.spec, self.settings, self.variant.database)
-        env = {**os.environ,
+        env = {**self.host.base_environment(),
                "BENCH_SERVER_ID": self.spec.id,
                "BENCH_HOST": self.settings.host, "BENCH_PORT": str(self.settings.port),
                "BENCH_WORKERS": str(self.settings.workers), "BENCH_TOKEN": self.settings.token,
@@ -168,12 +167,12 @@ class ServerProcess:
         raise ServerError(f"{self.spec.id} was not ready after {timeout:.0f}s (GET /ping/ must "
                           f"answer {expected}; last: {last})", self.log_path)
 
-    def _refresh_tree(self) -> list[psutil.Process]:
+    def _refresh_tree(self) -> list[ProcessRef]:
         for p in self.host.tree(self.proc.pid):
             self._tree.setdefault(p.pid, p)
-        return [p for p in self._tree.values() if p.is_running()]
+        return self.host.running(self._tree.values())
 
-    def worker_processes(self) -> list[psutil.Process]:
+    def worker_processes(self) -> list[ProcessRef]:
         """The tree's worker processes as the manifest's [workers] table describes them
         (for a server whose workers are processes)."""
         check = self.spec.worker_check
@@ -210,26 +209,17 @@ class ServerProcess:
         survivors = self._survivors()
         # workers that left the group, or outlived their leader, are killed one by one
         for p in survivors:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
+            self.host.kill(p)
         self.host.signal_group(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=5)
+        state.group_stopped(self.proc.pid)
         self._wait_port_free()
         return time.monotonic() - start
 
-    def _survivors(self) -> list[psutil.Process]:
+    def _survivors(self) -> list[ProcessRef]:
         """Processes of the server's tree still running (a zombie has finished)."""
         self.proc.poll()               # reap the leader as soon as it exits
-        alive = []
-        for p in self._tree.values():
-            try:
-                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(p)
-            except psutil.Error:
-                continue
-        return alive
+        return self.host.running(self._tree.values(), zombies=False)
 
     def _wait_port_free(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout

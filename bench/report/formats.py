@@ -138,7 +138,11 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
         if table.ceiling:
             out += [f"{CEILING_COLUMN}: each row's req/sec as a share of {table.ceiling}'s, a "
                     f"reference server that does the least possible work per request, measured "
-                    f"in the same run under the same load: what the machine can do at all.", ""]
+                    f"in the same run under the same load: what the machine can do at all."
+                    + (f" Here {table.ceiling} itself is client-bound: the load generator, not "
+                       f"the server, set the ceiling, so rows near 100 % are limited by the "
+                       f"client too and their order among themselves is not a ranking."
+                       if table.ceiling_client_bound else ""), ""]
         if len(table.client_bound) > 1:
             out += [f"Client-bound rows ({', '.join(table.client_bound)}) measure the load "
                     f"generator as much as the server: their order among themselves is not a "

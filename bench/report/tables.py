@@ -53,6 +53,7 @@ class Table:
     rows: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ceiling: str | None = None         # the reference server the rows are a fraction of
+    ceiling_client_bound: bool = False  # ...and whether the load generator set its figure
 
     @property
     def client_bound(self) -> list[str]:
@@ -130,7 +131,7 @@ def build_tables(doc: dict) -> list[Table]:
             row.relative = row.rps.median / ranked[0][0].rps.median
         ceiling = ceilings.get((test, connections, mode))
         if ceiling is not None:
-            table.ceiling = ceiling.server
+            table.ceiling, table.ceiling_client_bound = ceiling.server, ceiling.client_bound
             for row, _ in ranked:
                 row.of_ceiling = row.rps.median / ceiling.rps.median
         for row, case in ranked + others:

@@ -125,7 +125,6 @@ def test_upstream_connections_are_kept_alive_and_reused(upstream, tmp_path):
             assert r.status_code == 200
             seen.append(upstream_connections())
     # one per nginx worker at most (the readiness check may have used the other worker)
-    print("SEEN", seen)
     assert seen[0] & seen[-1] and len(seen[-1]) <= WORKERS, (seen, log_tail(tmp_path / "proxy.log"))
 
 
