@@ -584,14 +584,14 @@ class DockerProvider:
         self.ports = {**DEFAULT_PORTS, **(ports or {})}
         self.services = {"postgres": "postgres", "mysql": "mysql"}
 
-    def _compose(self, *args: str, timeout: float = COMPOSE_TIMEOUT_S) -> Completed:
+    def compose(self, *args: str, timeout: float = COMPOSE_TIMEOUT_S) -> Completed:
         env = {**os.environ, "BENCH_PG_PORT": str(self.ports["postgres"]),
                "BENCH_MYSQL_PORT": str(self.ports["mysql"])}
         return LOCAL.run(["docker", "compose", "-f", str(COMPOSE_FILE), *args], env=env,
                          timeout=timeout, stop_signal=signal.SIGTERM)
 
     def _container_logs(self, services: list[str]) -> str:
-        done = self._compose("logs", "--no-color", "--tail", "30", *services, timeout=30)
+        done = self.compose("logs", "--no-color", "--tail", "30", *services, timeout=30)
         return _tail(done.stdout + done.stderr, 3000) or "(none)"
 
     def _check(self, done: Completed, what: str, timeout: float,
@@ -606,7 +606,7 @@ class DockerProvider:
     def _up(self, services: list[str], *extra: str) -> None:
         # --wait-timeout bounds the wait for healthy; the process timeout also covers pulls
         args = ("up", "-d", *extra, "--wait", "--wait-timeout", str(COMPOSE_WAIT_S), *services)
-        done = self._compose(*args, timeout=COMPOSE_UP_TIMEOUT_S)
+        done = self.compose(*args, timeout=COMPOSE_UP_TIMEOUT_S)
         self._check(done, " ".join(args), COMPOSE_UP_TIMEOUT_S, services)
 
     def endpoint(self, engine: str) -> db.Endpoint:
@@ -636,7 +636,7 @@ class DockerProvider:
 
     def alive(self, engine: str) -> bool:
         """The container runs and its database accepts a connection within 2 s."""
-        ps = self._compose("ps", "--status", "running", "--quiet", self.services[engine],
+        ps = self.compose("ps", "--status", "running", "--quiet", self.services[engine],
                            timeout=15)
         if ps.timed_out or ps.returncode != 0 or not ps.stdout.strip():
             return False
@@ -652,7 +652,7 @@ class DockerProvider:
         if self.keep:
             return []
         args = ("down", "-v", "--timeout", "10")
-        done = self._compose(*args)
+        done = self.compose(*args)
         if done.timed_out or done.returncode != 0:
             problem = (f"`docker compose {' '.join(args)}` "
                        + (f"did not finish within {COMPOSE_TIMEOUT_S} s" if done.timed_out

@@ -155,22 +155,16 @@ def connect(ep: Endpoint, *, database: str | None = None, autocommit: bool = Tru
 def _connect_postgres(ep, name, autocommit, lock_timeout_s, statement_timeout_s,
                       connect_timeout_s):
     import psycopg
-    conn = psycopg.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
-                           dbname=name, autocommit=True,
+    # Startup options, not SET statements: no extra statement or transaction per
+    # connection, so the statement and transaction counters verification reads
+    # (pg_stat_statements, pg_stat_database) see the harness exactly as before.
+    return psycopg.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
+                           dbname=name, autocommit=autocommit,
                            # libpq's minimum is 2 s; it rounds anything below up to 2
                            connect_timeout=max(2, round(connect_timeout_s)),
-                           application_name=HARNESS_APPLICATION)
-    try:
-        # set_config rather than the `options` startup packet, which a connection pooler
-        # in front of an external database may refuse
-        conn.execute("SELECT set_config('lock_timeout', %s, false), "
-                     "set_config('statement_timeout', %s, false)",
-                     (f"{_ms(lock_timeout_s)}ms", f"{_ms(statement_timeout_s)}ms"))
-        conn.autocommit = autocommit
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+                           application_name=HARNESS_APPLICATION,
+                           options=f"-c lock_timeout={_ms(lock_timeout_s)} "
+                                   f"-c statement_timeout={_ms(statement_timeout_s)}")
 
 
 def _connect_mysql(ep, name, autocommit, lock_timeout_s, statement_timeout_s,
@@ -178,27 +172,22 @@ def _connect_mysql(ep, name, autocommit, lock_timeout_s, statement_timeout_s,
     import pymysql
     # Both lock waits have a whole-second granularity on MariaDB and MySQL.
     lock_s = max(1, round(lock_timeout_s))
-    conn = pymysql.connect(
+    # One SET statement per connection, as before these bounds (the Com_set_option
+    # counter verification reads sees no difference):
+    # - lock_wait_timeout: metadata locks (TRUNCATE vs an open transaction that read
+    #   the table); innodb_lock_wait_timeout: row locks (INSERT vs FOR UPDATE);
+    # - max_statement_time is MariaDB's, inside a /*M! */ comment only MariaDB runs.
+    #   MySQL's max_execution_time bounds SELECTs only: there the lock waits and the
+    #   client-side read timeout below bound the rest.
+    init = (f"SET time_zone = '+00:00', lock_wait_timeout = {lock_s}, "
+            f"innodb_lock_wait_timeout = {lock_s} "
+            f"/*M!, max_statement_time = {statement_timeout_s:.3f} */")
+    return pymysql.connect(
         host=ep.host, port=ep.port, user=ep.user, password=ep.password, database=name,
-        autocommit=autocommit, connect_timeout=connect_timeout_s,
-        # client-side backstop: a server that stops answering mid-statement cannot hold
-        # the harness longer than the statement bound plus a margin
-        read_timeout=statement_timeout_s + 30, write_timeout=statement_timeout_s + 30,
-        # lock_wait_timeout: metadata locks (TRUNCATE vs an open transaction that read
-        # the table); innodb_lock_wait_timeout: row locks (INSERT/UPDATE vs FOR UPDATE)
-        init_command=f"SET time_zone = '+00:00', lock_wait_timeout = {lock_s}, "
-                     f"innodb_lock_wait_timeout = {lock_s}")
-    try:
-        cur = conn.cursor()
-        if "mariadb" in conn.get_server_info().lower():
-            cur.execute(f"SET max_statement_time = {statement_timeout_s:.3f}")
-        else:   # MySQL bounds only SELECTs; the lock waits above bound the rest
-            cur.execute(f"SET max_execution_time = {_ms(statement_timeout_s)}")
-        cur.close()
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+        autocommit=autocommit, connect_timeout=connect_timeout_s, init_command=init,
+        # a server that stops answering mid-statement cannot hold the harness longer
+        # than the statement bound plus a margin
+        read_timeout=statement_timeout_s + 30, write_timeout=statement_timeout_s + 30)
 
 
 def accepts_connection(ep: Endpoint, timeout_s: float = 2.0) -> bool:

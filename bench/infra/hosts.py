@@ -25,7 +25,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL
 
 ROLES = ("client", "server", "database")
 DB_MODES = ("local", "docker")
@@ -150,9 +150,13 @@ class Hosts:
                 for role in ROLES}
 
     def remote_hosts(self) -> list:
-        return [self.for_role(role) for role in ROLES if role in self.specs
-                and self.for_role(role) not in []] and \
-            list({id(h): h for h in (self.for_role(r) for r in ROLES if r in self.specs)}.values())
+        """Each RemoteHost once (roles on one machine share one)."""
+        hosts = {}
+        for role in ROLES:
+            if role in self.specs:
+                host = self.for_role(role)
+                hosts[id(host)] = host
+        return list(hosts.values())
 
     def open(self) -> "Hosts":
         """Connect every remote host; on a failure close those opened and raise."""
@@ -204,5 +208,3 @@ def local_hosts() -> Hosts:
     """Every role on this machine (no --hosts)."""
     return Hosts()
 
-
-__all__ = ["Hosts", "HostSpec", "HostsError", "load_hosts", "local_hosts", "ROLES", "LocalHost"]

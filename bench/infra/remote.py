@@ -52,6 +52,11 @@ WATCHDOG_S = 30.0         # ... or the agent stops what it started and exits aft
 COPY_TIMEOUT_S = 600.0    # put/get of a project tree over a slow link
 CLOSE_TIMEOUT_S = 10.0
 
+# bench.infra.environment.tools()'s version commands (it runs them on this machine only;
+# once it takes a host, fingerprint() should call it instead of this copy)
+TOOL_COMMANDS = {"wrk": ["wrk", "-v"], "rustc": ["rustc", "--version"], "go": ["go", "version"],
+                 "node": ["node", "--version"], "oha": ["oha", "--version"], "nginx": ["nginx", "-v"]}
+
 # The command run over SSH: the agent's source follows on stdin as its first line, so
 # nothing but this fixed line (and the configured interpreter's name) is ever quoted.
 BOOT = ("import sys,json;"
@@ -821,6 +826,11 @@ class RemoteHost:
         return self._wait(self._arequest(op, args, within), within + 5, f"'{op}'")
 
     @property
+    def agent_pid(self) -> int | None:
+        """The agent's pid on that host (None before connecting)."""
+        return self._hello["pid"] if self._hello else None
+
+    @property
     def unreachable(self) -> str | None:
         """Why this host is unreachable, or None."""
         return self._broken
@@ -1105,12 +1115,9 @@ class RemoteHost:
         (bench.infra.environment's machine() and tools()); "python" is the python3 the
         agent runs on."""
         machine = self._call("machine")
-        python = machine.pop("python")
-        return {**machine, "tools": {"python": python,
-                                     "wrk": self._first_line(["wrk", "-v"]),
-                                     "rustc": self._first_line(["rustc", "--version"]),
-                                     "go": self._first_line(["go", "version"]),
-                                     "node": self._first_line(["node", "--version"])}}
+        tools = {"python": machine.pop("python")}
+        tools.update({name: self._first_line(argv) for name, argv in TOOL_COMMANDS.items()})
+        return {**machine, "tools": tools}
 
     def _first_line(self, argv: list[str]) -> str | None:
         if not self.which(argv[0]):

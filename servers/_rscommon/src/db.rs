@@ -144,6 +144,14 @@ pub fn pg_connect_options(cfg: &Config, application_name: &str) -> PgConnectOpti
 }
 
 /// The MySQL connection settings, shared by the raw pool and an ORM's pool.
+///
+/// Authentication without TLS: MySQL 8's caching_sha2_password needs, on an account's
+/// first login after a server start, either TLS or an RSA exchange of the password.
+/// sqlx-mysql 0.8 does the RSA exchange itself (`rsa` is a non-optional dependency of
+/// sqlx-mysql, so no Cargo feature is needed with default-features = false); sqlx
+/// 0.8.6's fast-auth scramble does not match the server's, so it takes that path on
+/// every connection, which only costs a round trip at pool start-up. The compose file's
+/// bench user is mysql_native_password anyway (see docker-compose.yml).
 pub fn my_connect_options(cfg: &Config) -> MySqlConnectOptions {
     MySqlConnectOptions::new()
         .host(&cfg.db_host)

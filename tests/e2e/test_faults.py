@@ -1,0 +1,178 @@
+"""Faults during a run, end to end: SIGINT and SIGTERM at each phase, a second signal
+during the cleanup, SIGKILL of the harness (cleaned up by the next invocation), and
+--resume completing an interrupted run. Real databases, servers and wrk; the phases are
+found in the harness's plain one-line-per-event output."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench.storage import results
+from tests.e2e.test_run_bench import FIXTURES, PORTS, REPO, port_is_free, run_bench
+
+pytestmark = pytest.mark.e2e
+OUR_PORTS = ("19081", "19082", "16433", "14307")
+
+
+def run_processes() -> list[psutil.Process]:
+    """Processes of a harness run of these tests: their command line or environment
+    names one of the tests' ports (servers get BENCH_PORT, databases -p/--port, wrk
+    the URL)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        if proc.pid == os.getpid():
+            continue
+        try:
+            text = " ".join(proc.info["cmdline"] or [])
+            if "pytest" in text:
+                continue
+            env = proc.environ()
+        except psutil.Error:
+            continue
+        if any(p in text for p in OUR_PORTS) or env.get("BENCH_PORT") in OUR_PORTS:
+            found.append(proc)
+    return found
+
+
+def nothing_left() -> None:
+    deadline = time.monotonic() + 10
+    while run_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [(p.pid, " ".join(p.cmdline())[:120]) for p in run_processes()]
+    assert not left, f"processes of the run still alive: {left}"
+    for port in OUR_PORTS:
+        assert port_is_free(int(port)), f"port {port} still busy"
+
+
+class Harness:
+    """run_bench.py in the background, its output read line by line."""
+
+    def __init__(self, *args: str):
+        self.proc = subprocess.Popen([sys.executable, "run_bench.py", *args, "--threads", "1",
+                                      *PORTS], cwd=REPO, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, text: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in line for line in self.lines):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.proc.kill()
+        pytest.fail(f"never saw {text!r}; output:\n{''.join(self.lines)[-3000:]}")
+
+    def finish(self, timeout: float = 90) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return code
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def a_db_run(tmp_path: Path, *extra: str) -> Harness:
+    return Harness("--servers", "actix-web", "--tests", "get_user,plain", "--databases",
+                   "postgres", "--orm", "raw", "--repeat", "2", "--duration", "3",
+                   "--warmup", "2", "--no-ceiling", "--order-seed", "3",
+                   "--results-dir", str(tmp_path), *extra)
+
+
+def stored(tmp_path: Path) -> dict:
+    return results.load(results.latest_run(tmp_path))     # validated against the schema
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("phase", ["databases (local): starting", ": warm-up", ": measure"])
+def test_a_signal_at_any_phase_stops_everything_and_keeps_a_valid_file(tmp_path, phase, sig):
+    run = a_db_run(tmp_path)
+    run.wait_for(phase)
+    time.sleep(0.3)
+    run.proc.send_signal(sig)
+    assert run.finish() == 130, run.output[-3000:]
+    nothing_left()
+    doc = stored(tmp_path)
+    assert doc["status"] == "interrupted" and doc["finished_at"]
+    statuses = {s["status"] for c in doc["cases"] for s in c["samples"]}
+    assert "pending" not in statuses and "interrupted" in statuses
+
+
+def test_a_signal_during_the_build_and_a_second_one_during_cleanup(tmp_path):
+    run = Harness("--servers", "slow_build", "--servers-dir", str(FIXTURES), "--tests", "plain",
+                  "--no-ceiling", "--repeat", "1", "--duration", "1", "--results-dir",
+                  str(tmp_path))
+    run.wait_for("building slow_build")
+    time.sleep(0.5)
+    run.proc.send_signal(signal.SIGTERM)
+    assert run.finish() == 130, run.output[-3000:]
+    assert stored(tmp_path)["status"] == "interrupted"
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60"]]
+
+    run = a_db_run(tmp_path)
+    run.wait_for(": measure")
+    run.proc.send_signal(signal.SIGINT)
+    run.wait_for("interrupted: stopping servers and databases")
+    run.proc.send_signal(signal.SIGINT)                  # impatient: the cleanup goes on
+    assert run.finish() == 130, run.output[-3000:]
+    nothing_left()
+    assert stored(tmp_path)["status"] == "interrupted"
+
+
+def test_resume_completes_an_interrupted_run_with_its_stored_settings(tmp_path):
+    run = a_db_run(tmp_path)
+    run.wait_for("[2/4]")
+    run.wait_for(": measure")
+    run.proc.send_signal(signal.SIGINT)
+    assert run.finish() == 130
+    first = stored(tmp_path)
+    done_before = {(c["id"], s["index"]): s["started_at"] for c in first["cases"]
+                   for s in c["samples"] if s["status"] == "ok"}
+    assert 1 <= len(done_before) < 4
+    run_dir = results.latest_run(tmp_path)
+    # other flags are not used: the stored settings are
+    out = run_bench("--resume", str(run_dir), "--duration", "9", *PORTS)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    doc = stored(tmp_path)
+    assert doc["status"] == "complete" and doc["run_id"] == first["run_id"]
+    assert all(s["status"] == "ok" for c in doc["cases"] for s in c["samples"])
+    for (case_id, index), started in done_before.items():   # finished samples kept as they were
+        case = next(c for c in doc["cases"] if c["id"] == case_id)
+        assert case["samples"][index]["started_at"] == started
+    assert {s["summary"]["duration_s"] < 5 for c in doc["cases"] for s in c["samples"]} == {True}
+    assert doc["continuations"][0]["kind"] == "resume"
+    nothing_left()
+    # a finished run has nothing to resume
+    again = run_bench("--resume", str(run_dir), *PORTS)
+    assert again.returncode == 0 and "no unfinished sample" in again.stdout
+
+
+def test_a_harness_killed_with_sigkill_is_cleaned_up_by_the_next_invocation(tmp_path):
+    run = a_db_run(tmp_path)
+    run.wait_for(": measure")
+    time.sleep(0.5)
+    run.proc.kill()
+    run.finish()
+    assert run_processes(), "nothing was running when the harness was killed"
+    out = run_bench("verify", "--servers", "nope", *PORTS)
+    assert "cleaned up after a harness that died" in out.stderr, out.stderr
+    assert "marked" in out.stderr and "interrupted" in out.stderr
+    nothing_left()
+    doc = stored(tmp_path)
+    assert doc["status"] == "interrupted" and "killed without a chance to clean up" in doc["reason"]
