@@ -483,7 +483,7 @@ class Run:
         text = formats.to_markdown(built, self.doc, rates=rates)
         (self.run_dir / "tables.md").write_text(text)
         try:
-            report = html.write(self.doc, built, self.run_dir)
+            report = html.write(self.doc, built, self.run_dir, rates)
         except Exception as exc:  # noqa: BLE001 - a chart must never cost the results
             report = f"not written ({type(exc).__name__}: {exc})"
         self.display.final(f"\n{text}\nresults: {self.run_dir / results.RESULTS_FILE}\n"

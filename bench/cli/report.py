@@ -39,7 +39,7 @@ def report(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     run_dir = run_dir if run_dir.is_dir() else run_dir.parent
-    path = html.write(doc, tables.build_tables(doc), run_dir)
+    path = html.write(doc, tables.build_tables(doc), run_dir, tables.build_rate_tables(doc))
     print(f"report: {path}\ncharts: {run_dir / 'charts'}")
     return 0
 

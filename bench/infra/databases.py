@@ -29,7 +29,7 @@ from pathlib import Path
 import psutil
 
 from bench.core.dataset import DATABASE_NAME
-from bench.infra import db
+from bench.infra import db, state
 from bench.infra.host import LOCAL, Completed
 from bench.paths import REPO
 
@@ -426,7 +426,7 @@ class LocalServer:
     def stop(self) -> list[str]:
         """Stop whatever is left of this server, whoever started it, and wait until no
         process of it is left and its port is free. Returns what is still wrong ([]
-        when the folders can go); never raises, and is bounded (about 40 s at worst)."""
+        when the folders can go); never raises, and is bounded (under a minute at worst)."""
         if not self.spawned:
             return []
         started = time.monotonic()
@@ -455,6 +455,8 @@ class LocalServer:
         if left:
             problems.append(f"the local {self.engine} server's processes "
                             f"{sorted(p.pid for p in left)} survived SIGKILL")
+        elif self.proc is not None and self.proc.poll() is not None:
+            state.group_stopped(self.proc.pid)   # nothing of it left for a later reaper
         deadline = time.monotonic() + PORT_FREE_TIMEOUT_S
         while not LOCAL.port_is_free(self.port) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -510,6 +512,8 @@ class LocalProvider:
         # /tmp, not the clone: as root the postgres user must be able to reach it
         self.root = Path(tempfile.mkdtemp(prefix="webbench-db-"))
         self.root.chmod(0o755)
+        # a harness killed with SIGKILL leaves it: the next invocation removes it
+        state.path_created(self.root)
         endpoints = {}
         try:
             for engine in self.engines:
@@ -567,6 +571,7 @@ class LocalProvider:
                                 f"use {self.root}: it is kept")
             else:
                 shutil.rmtree(self.root, ignore_errors=True)
+                state.path_removed(self.root)
         for problem in problems:
             print(f"databases: {problem}", file=sys.stderr, flush=True)
         return problems

@@ -12,7 +12,7 @@ matplotlib.use("Agg")        # files only: no display, also on a CI runner
 import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.analysis.history import Series  # noqa: E402
-from bench.report.tables import Row, Table, header_sentence  # noqa: E402
+from bench.report.tables import RateTable, Row, Table, header_sentence  # noqa: E402
 
 LATENCY_POINTS = (("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99), ("p99_9", 99.9))
 DPI = 110
@@ -92,10 +92,45 @@ def latency_chart(table: Table, doc: dict, path: Path) -> Path | None:
     return path
 
 
-def run_charts(tables: list[Table], doc: dict, folder: Path) -> list[Path]:
+def rate_chart(table: RateTable, doc: dict, path: Path) -> Path | None:
+    """p99 (solid) and p50 (dashed) against the achieved rate, one colour per variant,
+    the knee's bound as a horizontal line; points that did not reach their rate are left
+    out (they are not measurements at that rate)."""
+    curves: dict[str, list] = {}
+    for r in table.rows:
+        if r.status == "ok" and r.achieved and r.latency_ms.get("p99"):
+            name = r.server if r.database == "None" else \
+                f"{r.server} ({r.database}, {'orm' if r.orm == 'True' else 'raw'})"
+            curves.setdefault(name, []).append(r)
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 5.4))
+    for name, rows in curves.items():
+        rows.sort(key=lambda r: r.achieved)
+        xs = [r.achieved for r in rows]
+        line, = ax.plot(xs, [r.latency_ms["p99"] for r in rows], marker="o", label=f"{name} p99")
+        ax.plot(xs, [r.latency_ms.get("p50") for r in rows], linestyle="--", marker=".",
+                color=line.get_color(), label=f"{name} p50")
+    ax.axhline(table.bound_ms, color="#c53030", linewidth=0.8,
+               label=f"knee bound: p99 {table.bound_ms:g} ms")
+    ax.set_yscale("log")
+    ax.set_xlabel("requests per second sent and answered (open model, fixed rate)")
+    ax.set_ylabel("latency from the intended send time, ms (log scale)")
+    ax.set_title(f"{table.title}", fontsize=10)
+    ax.grid(True, which="both", axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.subplots_adjust(bottom=0.2, top=0.92)
+    _caption(fig, header_sentence(doc))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def run_charts(tables: list[Table], doc: dict, folder: Path,
+               rates: list[RateTable] = ()) -> list[Path]:
     """Every chart of a run, written into `folder` (created)."""
     folder.mkdir(parents=True, exist_ok=True)
-    out = []
+    out = [p for t in rates if (p := rate_chart(t, doc, folder / f"{slug(t.title)}-rate.png"))]
     for table in tables:
         name = slug(table.title)
         for draw, kind in ((throughput_chart, "throughput"), (latency_chart, "latency")):

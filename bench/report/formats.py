@@ -94,7 +94,7 @@ def headers(extra: list[str] = (), ceiling: bool = False) -> list[str]:
         [EXTRA_COLUMNS[c][0] for c in extra]
 
 
-def _rate_cells(row) -> list[str]:
+def rate_cells(row) -> list[str]:
     asked = "-" if row.asked is None else f"{row.asked:,.0f} req/s"
     if row.rate.endswith("%"):
         asked += f" ({row.rate})"
@@ -106,7 +106,7 @@ def _rate_cells(row) -> list[str]:
 
 
 def rate_markdown(table: RateTable) -> list[str]:
-    out = [f"## {table.title}", "", tabulate([_rate_cells(r) for r in table.rows], RATE_COLUMNS,
+    out = [f"## {table.title}", "", tabulate([rate_cells(r) for r in table.rows], RATE_COLUMNS,
                                              tablefmt="pipe", disable_numparse=True), ""]
     out += [f"Latency is measured from each request's intended send time (oha "
             f"--latency-correction), so a stalled server cannot hide the requests it delayed. "

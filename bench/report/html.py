@@ -11,8 +11,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.report import charts
-from bench.report.formats import markdown_rows
-from bench.report.tables import CONTRACT_COLUMNS, Table, header_sentence
+from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
+from bench.report.tables import RateTable, Table, header_sentence
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #1a202c; }
@@ -34,7 +34,7 @@ def _img(path: Path, alt: str) -> str:
 
 
 def _table_html(table: Table) -> str:
-    return tabulate(markdown_rows(table), CONTRACT_COLUMNS, tablefmt="html",
+    return tabulate(markdown_rows(table), headers((), bool(table.ceiling)), tablefmt="html",
                     disable_numparse=True)
 
 
@@ -61,8 +61,23 @@ def _verification(doc: dict) -> str:
     return tabulate(rows, ["variant", "verification", "reason"], tablefmt="html")
 
 
-def render(doc: dict, tables: list[Table], chart_dir: Path) -> str:
-    images = {p.name: p for p in charts.run_charts(tables, doc, chart_dir)}
+def _rates_html(table: RateTable, images: dict) -> list[str]:
+    knees = "".join(f"<li>{html.escape(name)}: " + (f"{rate:,.0f} req/s" if rate else "none")
+                    + "</li>" for name, rate in table.knees.items())
+    out = [f'<h2 id="{charts.slug(table.title)}">{html.escape(table.title)}</h2>',
+           tabulate([rate_cells(r) for r in table.rows], RATE_COLUMNS, tablefmt="html",
+                    disable_numparse=True),
+           f'<p class="caption">Knee: the highest rate whose p99 stays under '
+           f'{table.bound_ms:g} ms.</p><ul>{knees}</ul>']
+    name = f"{charts.slug(table.title)}-rate.png"
+    if name in images:
+        out.append(_img(images[name], table.title))
+    return out
+
+
+def render(doc: dict, tables: list[Table], chart_dir: Path,
+           rates: list[RateTable] = ()) -> str:
+    images = {p.name: p for p in charts.run_charts(tables, doc, chart_dir, rates)}
     parts = [f"<h1>Results of run {html.escape(doc['run_id'])}</h1>",
              f'<p class="caption">{html.escape(header_sentence(doc))}</p>']
     if doc["status"] != "complete":
@@ -83,6 +98,8 @@ def render(doc: dict, tables: list[Table], chart_dir: Path) -> str:
             name = f"{slug}-{kind}.png"
             if name in images:
                 parts.append(_img(images[name], f"{table.title}: {kind}"))
+    for table in rates:
+        parts += _rates_html(table, images)
     parts += ["<h2>Verification</h2>", _verification(doc),
               "<h2>Environment</h2>", _environment(doc)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -90,8 +107,8 @@ def render(doc: dict, tables: list[Table], chart_dir: Path) -> str:
             "</head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
 
 
-def write(doc: dict, tables: list[Table], run_dir: Path) -> Path:
+def write(doc: dict, tables: list[Table], run_dir: Path, rates: list[RateTable] = ()) -> Path:
     """report.html and the charts (charts/*.png, also usable on their own) in run_dir."""
     path = run_dir / "report.html"
-    path.write_text(render(doc, tables, run_dir / "charts"))
+    path.write_text(render(doc, tables, run_dir / "charts", rates))
     return path

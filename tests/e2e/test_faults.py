@@ -176,3 +176,53 @@ def test_a_harness_killed_with_sigkill_is_cleaned_up_by_the_next_invocation(tmp_
     nothing_left()
     doc = stored(tmp_path)
     assert doc["status"] == "interrupted" and "killed without a chance to clean up" in doc["reason"]
+
+
+def postmaster(port: str) -> psutil.Process | None:
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if proc.info["name"] == "postgres" and "-p" in cmd and port in cmd:
+            return proc
+    return None
+
+
+def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_next(tmp_path):
+    run = Harness("--servers", "actix-web", "--tests", "get_user", "--databases", "postgres",
+                  "--orm", "raw", "--repeat", "3", "--duration", "3", "--warmup", "0",
+                  "--no-ceiling", "--results-dir", str(tmp_path))
+    run.wait_for("[1/3] actix-web/postgres/raw/get_user@c64 round 1: measure")
+    time.sleep(1.0)
+    victim = postmaster("16433")
+    assert victim is not None, "no local PostgreSQL on port 16433"
+    victim.kill()
+    assert run.finish(timeout=300) == 1, run.output[-3000:]
+    doc = stored(tmp_path)
+    assert doc["status"] == "complete"
+    first, *rest = doc["cases"][0]["samples"]
+    assert first["status"] in ("failed", "invalid")
+    assert first["reason"].startswith("the postgres database died during this sample"), first
+    assert first["log_tail"]
+    assert [s["status"] for s in rest] == ["ok", "ok"], [s["reason"] for s in rest]
+    assert len(doc["databases"]["postgres"]["restarts"]) == 1
+    nothing_left()
+
+
+def test_a_server_killed_mid_run_fails_its_sample_and_the_suite_goes_on(tmp_path):
+    run = Harness("--servers", "actix-web", "--tests", "plain,to_json", "--repeat", "1",
+                  "--duration", "3", "--warmup", "0", "--no-ceiling", "--order-seed", "1",
+                  "--results-dir", str(tmp_path))
+    run.wait_for("[1/2]")
+    run.wait_for(": measure")
+    time.sleep(1.0)
+    servers = [p for p in run_processes() if p.name().startswith("webbench-actix")]
+    assert servers
+    for proc in servers:
+        proc.kill()
+    assert run.finish() == 1, run.output[-3000:]
+    doc = stored(tmp_path)
+    first, second = (doc["cases"][i]["samples"][0] for i in range(2))
+    killed, survived = (first, second) if first["status"] != "ok" else (second, first)
+    assert killed["status"] == "failed" and "server exited during the run" in killed["reason"]
+    assert killed["log_tail"]          # at least the command line the harness logged
+    assert survived["status"] == "ok"
+    nothing_left()

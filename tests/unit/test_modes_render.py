@@ -96,3 +96,28 @@ def test_rate_tables_give_each_point_and_the_knee_under_the_stated_bound():
     data = json.loads(formats.to_json([], doc, rates=[table]))
     assert data["rate_tables"][0]["knees"] == {"fast (postgres, raw)": 5000}
     assert "rate_asked" in formats.to_csv([], doc, rates=[table])
+
+
+def test_the_html_report_has_the_rate_tables_and_their_chart(tmp_path):
+    from bench.report import html
+    doc = v2_document([
+        v2_case("fast", "postgres", False, "get user", rps=(10000,)),
+        rate_case("fast", "25%", 2500, 2500, 3.0),
+        rate_case("fast", "50%", 5000, 5000, 9.0),
+    ], repeat=1)
+    doc["settings"]["knee_p99_ms"] = 20.0
+    path = html.write(doc, tables.build_tables(doc), tmp_path, tables.build_rate_tables(doc))
+    page = path.read_text()
+    assert "latency at fixed request rates" in page and "5,000 req/s" in page
+    assert (tmp_path / "charts" / "get_user__latency_at_fixed_request_rates__64_connections__"
+                                  "keep_alive__open_model-rate.png").exists()
+    assert page.count("data:image/png;base64") == 3   # throughput, latency, rate
+
+
+def test_the_html_table_of_a_ceiling_has_its_column(tmp_path):
+    from bench.report import html
+    doc = with_reference(v2_document([
+        v2_case("nginx", "none", False, "plain", rps=(40000, 40000, 40000)),
+        v2_case("fast", "none", False, "plain", rps=(30000, 30000, 30000))]), "nginx")
+    page = html.write(doc, tables.build_tables(doc), tmp_path).read_text()
+    assert re.search(r"<th[^>]*>\s*of ceiling\s*</th>", page) and "75.0 %" in page
