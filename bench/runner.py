@@ -30,6 +30,7 @@ from bench.storage.resume import TO_MEASURE
 from bench.verify import verifier
 
 WARMUP_SEED_OFFSET = 1_000_003
+BURST_SEED_OFFSET = 2_000_003
 # each sample's request stream differs (seeded per repetition) but is repeatable
 SAMPLE_SEED_STRIDE = 7919
 
@@ -401,11 +402,14 @@ class Run:
                                                         client_pid))
         # where the client connections are, half-way through the measured window
         spread = ConnectionSpread(server, at_s=s.duration / 2)
+        workers_before = self._worker_pids(server)
         self.display.phase("measure")
         opened_before = LOCAL.tcp_connections_accepted()
         with sampler, spread:
             result, generator = self._generate(sample, running.base_url, client_pid)
         record["connections_opened"] = LOCAL.tcp_connections_accepted() - opened_before
+        if s.burst > 0:
+            record["burst"] = self._burst(sample, running)
         record["summary"] = result.summary
         record["wrk"] = {**generator, "command": result.command, "exit_code": result.exit_code,
                          "client_cpu_s": round(result.client_cpu_s, 3),
@@ -423,6 +427,8 @@ class Run:
             # counted by the database while the server still holds its pools
             "db_connections_seen": db.server_connections(endpoint) if endpoint else None,
             "client_connections": spread.figures(),
+            # a worker that crashed and was replaced shows as a changed pid
+            "worker_pids": {"before": workers_before, "after": self._worker_pids(server)},
             # what really ran: the CPUs the server's first process may use
             "cpus": LOCAL.affinity(server.proc.pid)}
         if not server.alive():
@@ -438,6 +444,24 @@ class Run:
                       reason=verdict.reason)
         if case.test == "update user" and endpoint is not None and verdict.valid:
             self._check_updates(endpoint, db_clock, record, result.connections)
+
+    def _burst(self, sample: Sample, running: Running) -> dict:
+        """New connections after the window (Connection: close, the case's connection
+        count): what a server's accept path and worker pool do under a wave of clients."""
+        s = self.settings
+        self.display.phase("burst")
+        load = dataclasses.replace(self.wrk_load(sample.case.load, s.seed + BURST_SEED_OFFSET),
+                                   connection_close=True)
+        opened = LOCAL.tcp_connections_accepted()
+        result = wrk.run_wrk(sample.case.test, running.base_url, load, s.burst,
+                             cpus=s.cpus("client"))
+        return {"seconds": s.burst, "summary": result.summary,
+                "connections_opened": LOCAL.tcp_connections_accepted() - opened}
+
+    def _worker_pids(self, server: ServerProcess) -> list[int] | None:
+        if server.spec.worker_check.count != "processes":
+            return None
+        return sorted(p.pid for p in server.worker_processes())
 
     def _check_updates(self, endpoint: db.Endpoint, since, record: dict,
                        connections: int) -> None:

@@ -179,6 +179,44 @@ def rate_problem(summary: dict) -> str | None:
             f"keep up; see not_sent)")
 
 
+# memory that grows by more than this share and this much over one window keeps growing
+MEMORY_GROWTH = 0.20
+MEMORY_GROWTH_MB = 10.0
+
+
+def burst_problem(sample: dict, threshold: float) -> str | None:
+    """The burst of new connections after the window: errors over the threshold."""
+    burst = sample.get("burst")
+    if not burst:
+        return None
+    rate = error_rate(burst["summary"])
+    if burst["summary"]["requests"] and rate <= threshold:
+        return None
+    return (f"the {burst['seconds']:g} s burst of new connections after the window: "
+            f"{rate:.2%} of requests failed ({describe_errors(burst['summary'])})")
+
+
+def workers_replaced(process: dict) -> str | None:
+    pids = process.get("worker_pids") or {}
+    before, after = pids.get("before"), pids.get("after")
+    if before is None or after is None or before == after:
+        return None
+    return (f"worker processes changed during the sample (a worker crashed and was "
+            f"replaced?): {len(set(before) - set(after))} gone, "
+            f"{len(set(after) - set(before))} new")
+
+
+def memory_growth(resources: dict) -> str | None:
+    server = (resources or {}).get("server") or {}
+    first, last = server.get("memory_first_mb"), server.get("memory_last_mb")
+    if first is None or last is None:
+        return None
+    if last - first < MEMORY_GROWTH_MB or last < (1 + MEMORY_GROWTH) * first:
+        return None
+    return (f"memory grew: the server's PSS went from {first:,.0f} MiB in the first quarter "
+            f"of the window to {last:,.0f} MiB in the last")
+
+
 def judge_sample(sample: dict, threshold: float) -> Verdict:
     """`judge` on a stored sample record (schema 2). `sample["wrk"]` holds whichever load
     generator ran (the key predates the second one)."""
@@ -193,9 +231,13 @@ def judge_sample(sample: dict, threshold: float) -> Verdict:
                     generator=generator, open_model=gen.get("rate") is not None)
     process = sample.get("server_process") or {}
     over_budget, uneven = budget_problem(process), spread_warning(process)
-    for problem in (over_budget, close_problem(sample), rate_problem(sample["summary"])):
+    for problem in (over_budget, close_problem(sample), rate_problem(sample["summary"]),
+                    burst_problem(sample, threshold), workers_replaced(process)):
         if problem and verdict.valid:
             verdict.valid, verdict.reason = False, problem
+    growth = memory_growth(sample.get("resources"))
+    if growth:
+        verdict.warnings.append(growth)
     if uneven:
         verdict.warnings.append(uneven)
     return verdict

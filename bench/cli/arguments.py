@@ -78,6 +78,10 @@ def add_load(p: argparse.ArgumentParser) -> None:
                    help="measured seconds per sample")
     g.add_argument("--warmup", type=float, default=None,
                    help="warm-up seconds before each sample, not recorded in the figures")
+    g.add_argument("--burst", type=float, default=None, metavar="S",
+                   help="after each measured window, S seconds of new connections "
+                        "(Connection: close), checked for errors and crashed workers "
+                        "(the stress preset: 5)")
     g.add_argument("--repeat", type=int, default=None,
                    help="samples per case, measured in interleaved rounds of every case in a "
                         "shuffled order")

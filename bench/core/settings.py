@@ -35,6 +35,7 @@ class Preset:
     repeat: int
     connections: int
     purpose: str
+    burst: float = 0.0
 
 
 # Short samples repeated beat one long sample: the spread between samples is what tells
@@ -45,8 +46,13 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("nightly", 5.0, 2.0, 5, 64, "regression detection: 5 samples per case, enough "
                                        "for a rank test between two nights"),
     Preset("thorough", 15.0, 5.0, 10, 64, "figures for publication: 10 long samples"),
+    # not a figure for a table: does a server survive 512 connections for 30 s, then a
+    # burst of new connections (Connection: close), without errors, a crashed worker or
+    # memory that keeps growing?
+    Preset("stress", 30.0, 2.0, 1, 512, "robustness: 512 connections for 30 s, then a "
+                                        "5 s burst of new connections", burst=5.0),
 )}
-PRESET_FIELDS = ("duration", "warmup", "repeat", "connections")
+PRESET_FIELDS = ("duration", "warmup", "repeat", "connections", "burst")
 
 
 def usable_cpus() -> int:
@@ -105,6 +111,9 @@ class Settings:
     rates: list[str] = field(default_factory=list)
     # the knee of a latency-vs-rate curve: the highest rate whose p99 stays under this
     knee_p99_ms: float = 20.0
+    # after the measured window: this many seconds of new connections (Connection: close
+    # at the same connection count), checked for errors and crashed workers (0 = none)
+    burst: float = 0.0
     workers: int = 8
     # Total DB connections a server may hold, split exactly over its processes, so that
     # no framework wins by opening more connections than another. 64 = the default load's
@@ -279,6 +288,8 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
             raise SelectionError(f"--{flag} must be positive, got {value}")
     if s.warmup < 0:
         raise SelectionError(f"--warmup must be 0 or more, got {s.warmup}")
+    if s.burst < 0:
+        raise SelectionError(f"--burst must be 0 or more seconds, got {s.burst}")
     if not 0 <= s.error_threshold < 1:
         raise SelectionError(f"--error-threshold must be a percentage from 0 to 100, "
                              f"got {s.error_threshold * 100:g}")

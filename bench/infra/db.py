@@ -11,8 +11,12 @@ a password or a DSN.
 """
 from __future__ import annotations
 
+import os
 import re
+import socket
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from urllib.parse import unquote, urlsplit
 
@@ -24,6 +28,9 @@ from bench.core import dataset
 LOCK_TIMEOUT_S = 10.0
 STATEMENT_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 5.0
+# Past the statement bound, the harness stops waiting for an answer itself: a server
+# that is frozen (not dead: its kernel still accepts the bytes) enforces no timeout.
+CLIENT_MARGIN_S = 30.0
 
 
 class DatabaseError(RuntimeError):
@@ -187,7 +194,8 @@ def _connect_mysql(ep, name, autocommit, lock_timeout_s, statement_timeout_s,
         autocommit=autocommit, connect_timeout=connect_timeout_s, init_command=init,
         # a server that stops answering mid-statement cannot hold the harness longer
         # than the statement bound plus a margin
-        read_timeout=statement_timeout_s + 30, write_timeout=statement_timeout_s + 30)
+        read_timeout=statement_timeout_s + CLIENT_MARGIN_S,
+        write_timeout=statement_timeout_s + CLIENT_MARGIN_S)
 
 
 def accepts_connection(ep: Endpoint, timeout_s: float = 2.0) -> bool:
@@ -234,6 +242,33 @@ def create_schema(ep: Endpoint) -> None:
 _PG_TIMEOUTS = {"55P03": "lock", "57014": "statement"}   # lock_not_available, query_canceled
 _MY_LOCK_WAIT_TIMEOUT = 1205
 _MY_STATEMENT_TIMEOUTS = (1969, 3024)   # MariaDB max_statement_time, MySQL max_execution_time
+_MY_SERVER_LOST = 2013                  # PyMySQL's read_timeout ends a wait with this
+
+
+@contextmanager
+def _answer_deadline(conn, ep: Endpoint, seconds: float):
+    """PostgreSQL's driver has no read timeout (PyMySQL's read_timeout does this job):
+    past `seconds` the connection's socket is shut down, which ends a wait for a server
+    that stopped answering with an error. Yields an Event set when it fired."""
+    fired = threading.Event()
+    if ep.engine != "postgres":
+        yield fired
+        return
+
+    def cut():
+        fired.set()
+        try:
+            with socket.socket(fileno=os.dup(conn.fileno())) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    timer = threading.Timer(seconds, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
 
 
 def restore(ep: Endpoint, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
@@ -241,18 +276,26 @@ def restore(ep: Endpoint, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
     """Put `users` back to exactly the contract's 10,000 rows; returns seconds taken.
 
     RestoreBlocked, naming the session that held the table when the database can say,
-    when a lock wait or the whole statement runs out of its bound."""
+    when a lock wait or the whole statement runs out of its bound, or when the server
+    stops answering (CLIENT_MARGIN_S past the statement bound)."""
     start = time.perf_counter()
+    answer_s = statement_timeout_s + CLIENT_MARGIN_S
     with connect(ep, lock_timeout_s=lock_timeout_s,
-                 statement_timeout_s=statement_timeout_s) as conn:
+                 statement_timeout_s=statement_timeout_s) as conn, \
+            _answer_deadline(conn, ep, answer_s) as cut:
         cur = conn.cursor()
         for stmt in dataset.RESTORE[ep.engine]:
             try:
                 cur.execute(stmt)
             except Exception as exc:  # noqa: BLE001 - only the timeouts are translated
-                kind = _timeout_kind(ep, exc)
+                kind = "answer" if cut.is_set() else _timeout_kind(ep, exc)
                 if kind is None:
                     raise
+                if kind == "answer":
+                    raise RestoreBlocked(
+                        f"restore of `users` on {ep.where()} gave up: {stmt.split()[0]} got "
+                        f"no answer within {answer_s:g} s, not even its own timeouts: the "
+                        f"server is frozen or overloaded") from None
                 raise RestoreBlocked(_blocked_message(
                     ep, conn, stmt, kind, time.perf_counter() - start,
                     lock_timeout_s if kind == "lock" else statement_timeout_s)) from None
@@ -266,6 +309,8 @@ def _timeout_kind(ep: Endpoint, exc: Exception) -> str | None:
         state = getattr(exc, "sqlstate", None)
         return _PG_TIMEOUTS.get(state or "")
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    if code == _MY_SERVER_LOST and "timed out" in str(exc):
+        return "answer"
     if code == _MY_LOCK_WAIT_TIMEOUT:
         return "lock"
     if code in _MY_STATEMENT_TIMEOUTS:

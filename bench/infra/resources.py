@@ -132,12 +132,24 @@ class ResourceSampler:
                 "peak_cores": round(g.peak_cores, 3),
                 "memory_mean_mb": round(sum(g.memory) / len(g.memory), 1) if g.memory else None,
                 "memory_peak_mb": round(max(g.memory), 1) if g.memory else None,
+                # the first and last quarter of the window: memory that keeps growing
+                "memory_first_mb": _quarter(g.memory, first=True),
+                "memory_last_mb": _quarter(g.memory, first=False),
                 "memory_kind": g.memory_kind or None,
                 "processes": g.max_processes,
             }
         out["window_s"] = round(wall, 3)
         out["readings"] = self.readings
         return out
+
+
+def _quarter(readings: list[float], first: bool) -> float | None:
+    """Mean of the first (or last) quarter of the memory readings, at least one."""
+    if not readings:
+        return None
+    n = max(1, len(readings) // 4)
+    part = readings[:n] if first else readings[-n:]
+    return round(sum(part) / len(part), 1)
 
 
 class ConnectionSpread:

@@ -226,3 +226,20 @@ def test_a_server_killed_mid_run_fails_its_sample_and_the_suite_goes_on(tmp_path
     assert killed["log_tail"]          # at least the command line the harness logged
     assert survived["status"] == "ok"
     nothing_left()
+
+
+def test_the_stress_checks_run_a_burst_and_compare_the_workers(tmp_path):
+    """The stress preset's checks on a short run (the preset itself holds 512 connections
+    for 30 s: a benchmark, reported by the harness, not a test)."""
+    out = run_bench("--servers", "fastapi", "--tests", "plain", "--preset", "stress",
+                    "--duration", "2", "--warmup", "0", "--burst", "1", "--connections", "128",
+                    "--no-ceiling", "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    sample = stored(tmp_path)["cases"][0]["samples"][0]
+    assert sample["status"] == "ok", sample["reason"]
+    burst = sample["burst"]
+    assert burst["seconds"] == 1 and burst["summary"]["requests"] > 0
+    assert burst["connections_opened"] >= 0.9 * burst["summary"]["requests"]
+    pids = sample["server_process"]["worker_pids"]
+    assert len(pids["before"]) == 8 and pids["before"] == pids["after"]
+    assert sample["resources"]["server"]["memory_last_mb"] > 0

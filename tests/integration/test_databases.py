@@ -6,6 +6,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -376,3 +377,34 @@ def test_redact_covers_urls_keywords_and_known_secrets():
     assert db.redact(f"host=h password='{SECRET}' user=u") == "host=h password=*** user=u"
     assert db.redact(f"it said {SECRET}", SECRET) == "it said ***"
     assert db.redact("mysql://u@h/db") == "mysql://u@h/db"
+
+
+@pytest.mark.parametrize("own_provider", ["postgres", "mysql"], indirect=True)
+def test_restore_gives_up_on_a_server_that_stops_answering(own_provider, monkeypatch):
+    """A frozen server (SIGSTOP: not dead, its kernel still takes the bytes) enforces
+    none of its own timeouts; the harness stops waiting by itself."""
+    prov, ep = own_provider
+    monkeypatch.setattr(db, "CLIENT_MARGIN_S", 0.5)
+    holder, _ = hold_users_lock(ep)      # TRUNCATE waits: time to freeze the server
+    frozen = []
+
+    def freeze():
+        time.sleep(0.5)
+        for pid in prov.pids(ep.engine):
+            proc = psutil.Process(pid)
+            proc.suspend()
+            frozen.append(proc)
+    freezer = threading.Thread(target=freeze)
+    freezer.start()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(db.RestoreBlocked, match="got no answer within 2.5 s") as caught:
+            db.restore(ep, lock_timeout_s=10, statement_timeout_s=2)
+        took = time.monotonic() - t0
+        print(f"{ep.engine}: {took:.2f} s: {caught.value}")
+        assert 2.5 <= took < 5
+    finally:
+        freezer.join()
+        for proc in frozen:
+            proc.resume()
+        holder.close()

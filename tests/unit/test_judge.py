@@ -133,3 +133,20 @@ def test_a_worker_holding_twice_its_share_of_connections_is_warned_about():
         "3 on the idlest, 8 would be even")
     # a threaded server: only the total is known
     assert judge.spread_warning({"client_connections": {"total": 64, "per_worker": None}}) is None
+
+
+def test_stress_checks_burst_errors_replaced_workers_and_memory_growth():
+    from bench.analysis import judge as j
+    from tests.unit.conftest import summary
+    sample = {"burst": {"seconds": 5, "summary": summary(1000, 1.0, errors=50)}}
+    assert "5 s burst of new connections after the window: 0.50% of requests failed" in \
+        j.burst_problem(sample, 0.001)
+    assert j.burst_problem({"burst": {"seconds": 5, "summary": summary(1000, 1.0)}}, 0.001) is None
+    assert j.workers_replaced({"worker_pids": {"before": [1, 2], "after": [1, 3]}}) == (
+        "worker processes changed during the sample (a worker crashed and was replaced?): "
+        "1 gone, 1 new")
+    assert j.workers_replaced({"worker_pids": {"before": [1, 2], "after": [1, 2]}}) is None
+    grew = {"server": {"memory_first_mb": 100.0, "memory_last_mb": 160.0}}
+    assert "from 100 MiB in the first quarter of the window to 160 MiB" in j.memory_growth(grew)
+    assert j.memory_growth({"server": {"memory_first_mb": 100.0, "memory_last_mb": 105.0}}) is None
+    assert j.memory_growth({"server": {"memory_first_mb": 4.0, "memory_last_mb": 9.0}}) is None
