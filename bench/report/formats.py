@@ -115,6 +115,8 @@ def rate_markdown(table: RateTable) -> list[str]:
     out += [f"- {name}: " + (f"{rate:,.0f} req/s" if rate else
                               f"none (p99 over {table.bound_ms:g} ms at the lowest rate, or "
                               f"that rate was not reached)")
+            + (" (the highest rate measured: p99 stayed under the bound at every point, so "
+               "the knee lies beyond it)" if name in table.knee_beyond else "")
             for name, rate in table.knees.items()]
     return out + [""]
 

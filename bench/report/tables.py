@@ -183,6 +183,8 @@ class RateTable:
     bound_ms: float
     rows: list[RateRow] = field(default_factory=list)
     knees: dict = field(default_factory=dict)   # "server (database, orm)" -> req/s or None
+    # the variants whose every point stayed under the bound: the knee is beyond them
+    knee_beyond: set = field(default_factory=set)
 
 
 def _rate_row(case: dict) -> RateRow:
@@ -228,6 +230,8 @@ def build_rate_tables(doc: dict) -> list[RateTable]:
                                     r.status == "ok") for r in rows if r.asked is not None],
                          bound)
             table.knees[name] = found.asked if found else None
+            if found is not None and found.asked == max(r.asked or 0 for r in rows):
+                table.knee_beyond.add(name)
             for row in rows:
                 row.knee = found is not None and row.asked == found.asked
             table.rows += rows
@@ -274,8 +278,10 @@ def load_phrase(load: dict) -> str:
             " and ".join(proxies)
     open_model = load.get("open_model")
     if open_model:
-        text += (f"; latency at fixed rates ({', '.join(open_model['rates'])}) with "
-                 f"{open_model['generator']} {open_model.get('version') or ''}".rstrip())
+        version = open_model.get("version") or open_model["generator"]
+        if not version.startswith(open_model["generator"]):
+            version = f"{open_model['generator']} {version}"
+        text += f"; latency at fixed rates ({', '.join(open_model['rates'])}) with {version}"
     return text
 
 
