@@ -114,7 +114,8 @@ def judge(summary: dict, *, connections: int, threads: int, client_cpu_s: float,
                         f"the cores with its load generator, the server is not what sets this "
                         f"figure")
     if ratio is not None and ratio < 1 / LITTLE_FACTOR:
-        warnings.append(f"{1 - ratio:.0%} of the {connections} connections' time is not "
+        warnings.append(f"unexplained time: {1 - ratio:.0%} of the {connections} connections' "
+                        f"time is not "
                         f"explained by server latency (throughput x mean latency = {ratio:.2f} "
                         f"x connections, Little's law): time went to the client, the kernel "
                         f"or connection set-up between requests")

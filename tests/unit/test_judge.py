@@ -66,8 +66,8 @@ def test_saturated_client_is_client_bound():
 def test_littles_law_shortfall_alone_is_described_not_blamed_on_the_client():
     v = verdict(summary(100_000, 0.2), client_cpu_s=1.0, wall_s=10, server_cpu_s=19.0)
     assert v.figures["client_bound"] is False
-    assert v.warnings == ["69% of the 64 connections' time is not explained by server latency "
-                          "(throughput x mean latency = 0.31 x connections, Little's law): "
+    assert v.warnings == ["unexplained time: 69% of the 64 connections' time is not "
+                          "explained by server latency (throughput x mean latency = 0.31 x connections, Little's law): "
                           "time went to the client, the kernel or connection set-up between "
                           "requests"]
 
