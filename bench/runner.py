@@ -205,7 +205,9 @@ class Run:
         finally:
             with shielded():
                 if self.provider is not None:
-                    self.provider.stop()
+                    left = self.provider.stop()
+                    if left:        # e.g. a data folder kept because a process still uses it
+                        self.doc["cleanup_problems"] = left
                 self.doc["finished_at"] = results.now_iso()
                 self.save()
                 self._write_tables()

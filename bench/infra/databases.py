@@ -213,6 +213,7 @@ class LocalServer:
         self.spawned = False
         self.endpoint: db.Endpoint | None = None
         self.stop_seconds: float | None = None    # how long the last stop() took
+        self.pids_left: list[int] = []             # what the last stop() could not end
         self.log_path = root / f"{engine}.log"
         self.as_root = os.geteuid() == 0
         if engine == "postgres":
@@ -430,7 +431,10 @@ class LocalServer:
         if not self.spawned:
             return []
         started = time.monotonic()
-        procs = self.processes()
+        # the server's own processes; the wrapper (runuser) is collected afterwards: it
+        # exits with the server, or is stopped itself (runuser stops when its child is
+        # stopped) and is then killed by _reap_wrapper
+        procs = {p.pid: p for p in server_processes_in(self.folders)}
         main = self.main_process()
         if main is not None:
             procs[main.pid] = main
@@ -438,7 +442,7 @@ class LocalServer:
             # (SIGTERM would wait for the clients); MariaDB: SIGTERM is its normal one.
             _signal_all([main], signal.SIGINT if self.engine == "postgres" else signal.SIGTERM)
         else:
-            # no main process: orphans of one that died (backends) or a wrapper
+            # no main process: orphans of one that died (backends)
             _signal_all(procs.values(), signal.SIGTERM)
         _wait_gone(procs, time.monotonic() + STOP_TIMEOUT_S)
         # and anything of the folders that appeared meanwhile (a backend forked late)
@@ -451,6 +455,7 @@ class LocalServer:
             _wait_gone({p.pid: p for p in left}, time.monotonic() + KILL_TIMEOUT_S)
         self._reap_wrapper()
         left = [p for p in {**procs, **self.processes()}.values() if process_live(p)]
+        self.pids_left = sorted(p.pid for p in left)
         problems = []
         if left:
             problems.append(f"the local {self.engine} server's processes "
@@ -473,6 +478,8 @@ class LocalServer:
         one that outlived the server is killed with its whole group."""
         if self.proc is None:
             return
+        if self.proc.poll() is None:
+            LOCAL.signal_group(self.proc.pid, signal.SIGCONT)   # a stopped wrapper can't exit
         try:
             self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -543,7 +550,7 @@ class LocalProvider:
         with the same set-up (the table and its seed); ProvisionError when it cannot."""
         old = self.server(engine)
         problems = old.stop()
-        if any("survived" in p for p in problems):
+        if old.pids_left:
             raise ProvisionError(f"cannot restart the local {engine} server: "
                                  f"{'; '.join(problems)}")
         old.discard_data()
@@ -564,7 +571,10 @@ class LocalProvider:
             except Exception as exc:  # noqa: BLE001 - the other servers still get stopped
                 problems.append(f"stopping the local {server.engine} server failed: {exc}")
         self.servers.clear()
-        if self.root and self.root.exists() and not self.keep:
+        if self.root and self.keep:
+            print(f"databases: kept {self.root} (--keep-db)", file=sys.stderr, flush=True)
+            state.path_removed(self.root)      # kept on purpose: no reaper removes it
+        elif self.root and self.root.exists():
             left = server_processes_in([self.root])
             if left:
                 problems.append(f"database processes {sorted(p.pid for p in left)} still "
