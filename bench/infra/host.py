@@ -43,18 +43,8 @@ class ProcessRef:
     create_time: float
     host: object = field(default=None, compare=False, repr=False)
 
-    # Transitional: bench/infra/proxy.py still treats what tree() returns as
-    # psutil.Process. These three delegate to the host; drop them once it calls the host.
-    def is_running(self) -> bool:
-        return bool(self.host.running([self]))
 
-    def status(self) -> str:
-        return "running" if self.host.running([self], zombies=False) else "zombie"
-
-    def kill(self) -> None:
-        self.host.kill(self)
-
-from bench.infra import state
+from bench.infra import state  # noqa: E402 - after ProcessRef, which state does not need
 
 
 @dataclass

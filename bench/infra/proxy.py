@@ -7,7 +7,6 @@ exactly what the server behind it answers, and is always stopped with its whole 
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
@@ -18,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-import psutil
 import requests
 
 from bench.core.manifest import ManifestError, expand
@@ -83,7 +81,7 @@ class RunningProxy:
     base_url: str
     upstream_url: str
     host: LocalHost
-    _seen: dict = field(default_factory=dict)     # pid -> psutil.Process, ever seen
+    _seen: dict = field(default_factory=dict)     # pid -> ProcessRef, ever seen
 
     def pids(self) -> list[int]:
         """Every process of the proxy's tree running now (for the resource sampler)."""
@@ -91,7 +89,7 @@ class RunningProxy:
             return []
         for p in self.host.tree(self.proc.pid):
             self._seen.setdefault(p.pid, p)
-        return [pid for pid, p in self._seen.items() if _running(p)]
+        return [p.pid for p in self.host.running(self._seen.values(), zombies=False)]
 
     def stop(self, grace: float = STOP_GRACE_S) -> float:
         """The spec's stop signal to the process group, SIGKILL to whatever is left after
@@ -103,22 +101,14 @@ class RunningProxy:
         while self._survivors() and time.monotonic() < deadline:
             time.sleep(0.02)
         for p in self._survivors():
-            with contextlib.suppress(psutil.Error):
-                p.kill()
+            self.host.kill(p)
         self.host.signal_group(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=5)
         return time.monotonic() - start
 
-    def _survivors(self) -> list[psutil.Process]:
+    def _survivors(self) -> list:
         self.proc.poll()                              # reap the leader as soon as it exits
-        return [p for p in self._seen.values() if _running(p)]
-
-
-def _running(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+        return self.host.running(self._seen.values(), zombies=False)
 
 
 def _ping(session: requests.Session, base_url: str) -> tuple[tuple | None, str]:

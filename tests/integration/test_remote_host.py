@@ -140,6 +140,25 @@ def test_spawn_tree_read_and_signal_group_stop_the_whole_group(hosts, netns_test
     assert until(lambda: not host.signal_group(proc.pid, 0), 5)
 
 
+def test_the_resource_sampler_reads_a_remote_group(hosts):
+    from bench.infra.resources import ResourceSampler
+    host = hosts("server")
+    proc = host.spawn(["python3", "-c", "import time\nt = time.time()\nwhile time.time() - t < 3: pass"])
+    try:
+        with ResourceSampler({"remote": (lambda: [r.pid for r in host.tree(proc.pid)], host),
+                              "local": lambda: []}) as sampler:
+            time.sleep(1.2)
+        figures = sampler.figures()
+    finally:
+        host.signal_group(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+    remote = figures["remote"]
+    # a busy loop on a shared 2-core machine: most of a core, never more than one
+    assert 0.3 < remote["cpu_s"] < 1.2 * figures["window_s"] + 0.1, figures
+    assert remote["processes"] == 1 and remote["memory_kind"] == "pss", figures
+    assert figures["local"]["processes"] == 0
+
+
 def test_wait_times_out_like_popen_and_pin_sets_the_affinity(hosts):
     host = hosts("server")
     proc = host.spawn(["sleep", "30"])

@@ -88,6 +88,19 @@ def _start_ticks(pid: int) -> int | None:
         return None
 
 
+def _using(tmp: str) -> list[int]:
+    """Processes whose command line names the test bed's temp folder (its sshds)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if tmp.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
 @dataclass
 class Node:
     """One namespace: a "machine" with an address and an sshd."""
@@ -358,6 +371,8 @@ class TestBed:
                 except subprocess.TimeoutExpired:
                     problems.append(f"sshd of {node.netns} (pid {node.sshd.pid}) did not exit")
                 node.sshd = None
+        if not problems and self._lock_fd is not None:
+            os.ftruncate(self._lock_fd, 0)    # nothing of ours is left: names are free again
         self._release()
         if problems:
             raise TestBedError("test bed teardown: " + "; ".join(problems))
@@ -384,6 +399,12 @@ class TestBed:
             done = ip("netns", "del", netns, check=False)
             if done.returncode != 0:
                 problems.append(f"ip netns del {netns}: {done.stderr.strip()}")
+        if tmp:                   # e.g. an sshd whose namespace someone deleted by name
+            for pid in _using(tmp):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         for link in links:        # a veth's root end goes with its namespace; the bridge stays
             if ip("link", "show", link, check=False).returncode == 0:
                 done = ip("link", "del", link, check=False)
