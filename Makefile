@@ -13,12 +13,12 @@ SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: bench test setup system-deps browser-deps venv tools build rust-tests tables list clean
+.PHONY: bench test setup system-deps test-deps venv tools build rust-tests tables list clean
 
 bench: setup
 	$(PYTHON) run_bench.py $(ARGS)
 
-test: setup browser-deps rust-tests
+test: setup test-deps rust-tests
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 # The Rust servers' own unit tests: every folder under servers/ with a Cargo.toml (the
@@ -42,9 +42,10 @@ setup: system-deps venv tools build
 system-deps:
 	@bash scripts/install_system_deps.sh
 
-# the HTML report's test drives a real headless Chromium
-browser-deps:
-	@bash scripts/install_system_deps.sh --with-browser
+# the HTML report's test drives a real headless Chromium; the several-hosts test needs
+# network namespaces (iproute2) and sshd
+test-deps:
+	@bash scripts/install_system_deps.sh --for-tests
 
 venv: $(VENV)/.installed
 

@@ -16,7 +16,8 @@ from bench.core.plan import Case, LoadParams, Sample, databases_needed, schedule
 from bench.core.settings import NO_PROXY, Settings, parse_rate
 from bench.infra import databases, db, environment
 from bench.infra import state as run_state
-from bench.infra.host import LOCAL
+from bench.infra import topology
+from bench.infra.hosts import Hosts
 from bench.infra.lifecycle import Running, running_server
 from bench.infra.resources import ConnectionSpread, ResourceSampler
 from bench.infra.server import ServerError, ServerProcess, build, log_tail
@@ -73,11 +74,16 @@ def blank_case(case: Case, repeat: int) -> dict:
 
 class Run:
     def __init__(self, settings: Settings, cases: list[Case],
-                 previous: tuple[dict, Path] | None = None):
+                 previous: tuple[dict, Path] | None = None, hosts: Hosts | None = None):
         """A new run of `cases`, or (`previous`: a stored document and its folder, as
         prepared by bench.storage.resume) the continuation of a stored one, whose samples
         still pending or interrupted are measured into the same document."""
         self.settings, self.cases = settings, cases
+        # which machine runs each role (a role not in the hosts file runs here)
+        self.hosts = hosts or Hosts()
+        self.client_host = self.hosts.for_role("client")
+        self.server_host = self.hosts.for_role("server")
+        self.db_host = self.hosts.for_role("database")
         if previous is not None:
             self.doc, self.run_dir = previous
             settings.order_seed = self.doc["schedule"]["order_seed"]
@@ -117,6 +123,7 @@ class Run:
         self.doc["cases"] = [blank_case(c, settings.repeat) for c in cases]
         self.doc["schedule"] = {"order_seed": settings.order_seed, "rounds": settings.repeat,
                                 "order": order}
+        self.doc["topology"] = topology.record(self.hosts)
 
     def wrk_load(self, load: LoadParams, seed: int) -> wrk.LoadSettings:
         """What wrk runs for a case's load parameters (threads: --threads, or the default
@@ -247,7 +254,11 @@ class Run:
                     record.update(status=sample_status, reason=sample_reason)
 
     def _provision(self, engines: list[str]) -> None:
-        prov = databases.for_settings(self.settings, engines)
+        remote = self.hosts.is_remote("database")
+        prov = databases.for_settings(
+            self.settings, engines, host=self.db_host,
+            # a database on another machine listens on its address, where servers reach it
+            listen_address=self.hosts.specs["database"].address if remote else "127.0.0.1")
         self.display.step(f"databases ({prov.mode}): starting {', '.join(engines)}")
         try:
             self.endpoints = prov.start()
@@ -268,7 +279,7 @@ class Run:
             return
         for engine in self.endpoints:
             for pid in self.provider.pids(engine):
-                LOCAL.pin(pid, cpus)
+                self.db_host.pin(pid, cpus)
 
     def _build_all(self, specs: dict) -> None:
         for spec in specs.values():
@@ -276,7 +287,8 @@ class Run:
                 continue
             self.display.step(f"building {spec.id} (log: logs/build-{spec.id}.log)")
             try:
-                seconds = build(spec, self.settings, self.logs / f"build-{spec.id}.log")
+                seconds = build(spec, self.settings, self.logs / f"build-{spec.id}.log",
+                                host=self.server_host)
                 self.doc["builds"][spec.id] = {"ok": True, "seconds": round(seconds, 2),
                                                "error": None}
             except ServerError as exc:
@@ -305,7 +317,8 @@ class Run:
                                 overhead_s=record["overhead_s"],
                                 settle_db=self._settler(endpoint),
                                 proxy=self.proxies.get(case.load.proxy),
-                                on_phase=self.display.phase) as running:
+                                on_phase=self.display.phase,
+                                host=self.server_host) as running:
                 if running.settled is not None:
                     record["db_settle"] = running.settled.as_dict()
                     if not running.settled.quiet:
@@ -343,11 +356,13 @@ class Run:
                               if self.provider is not None else [])
 
     def _resource_groups(self, running: Running, database: str, client_pid: list[int]):
-        groups = {"server": running.server.pids, "client": lambda: client_pid[:1]}
+        """Each group's pids, read on the host that runs it."""
+        groups = {"server": (running.server.pids, self.server_host),
+                  "client": (lambda: client_pid[:1], self.client_host)}
         if running.proxy is not None:
-            groups["proxy"] = running.proxy.pids
+            groups["proxy"] = (running.proxy.pids, self.server_host)
         if database != "none" and self.provider is not None and self.provider.pids(database):
-            groups["database"] = lambda: self.provider.pids(database)
+            groups["database"] = (lambda: self.provider.pids(database), self.db_host)
         return groups
 
     def asked_rate(self, case: Case) -> float:
@@ -372,6 +387,7 @@ class Run:
         if case.load.rate is None:
             load = self.wrk_load(case.load, seed)
             result = wrk.run_wrk(case.test, url, load, s.duration, on_start=client_pid.append,
+                                 host=self.client_host,
                                  cpus=cpus)
             return result, {"generator": "wrk", "connection_close": load.connection_close}
         rate = self.asked_rate(case)
@@ -382,6 +398,7 @@ class Run:
                                token=s.token, connection_close=case.load.connection_mode == "close",
                                worker_threads=s.threads_for(case.load.connections))
         result = oha.run_oha(case.test, url, load, s.duration, on_start=client_pid.append,
+                             host=self.client_host,
                              cpus=cpus)
         return result, {"generator": "oha", "connection_close": load.connection_close,
                         "rate": result.summary["rate"]}
@@ -398,18 +415,20 @@ class Run:
                                  + WARMUP_SEED_OFFSET)
             self.display.phase("warm-up")
             record["warmup"] = wrk.run_wrk(case.test, running.base_url, warm, s.warmup,
+                                           host=self.client_host,
                                            cpus=s.cpus("client")).summary
         client_pid: list[int] = []
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
                                                         client_pid))
         # where the client connections are, half-way through the measured window
-        spread = ConnectionSpread(server, at_s=s.duration / 2)
+        spread = ConnectionSpread(server, at_s=s.duration / 2, host=self.server_host)
         workers_before = self._worker_pids(server)
         self.display.phase("measure")
-        opened_before = LOCAL.tcp_connections_accepted()
+        # accepted where the server runs (a proxy in front runs there too)
+        opened_before = self.server_host.tcp_connections_accepted()
         with sampler, spread:
             result, generator = self._generate(sample, running.base_url, client_pid)
-        record["connections_opened"] = LOCAL.tcp_connections_accepted() - opened_before
+        record["connections_opened"] = self.server_host.tcp_connections_accepted() - opened_before
         if s.burst > 0:
             record["burst"] = self._burst(sample, running)
         record["summary"] = result.summary
@@ -432,7 +451,7 @@ class Run:
             # a worker that crashed and was replaced shows as a changed pid
             "worker_pids": {"before": workers_before, "after": self._worker_pids(server)},
             # what really ran: the CPUs the server's first process may use
-            "cpus": LOCAL.affinity(server.proc.pid)}
+            "cpus": self.server_host.affinity(server.proc.pid)}
         if not server.alive():
             record.update(status=results.FAILED,
                           reason=f"server exited during the run (code {server.proc.returncode})")
@@ -454,11 +473,12 @@ class Run:
         self.display.phase("burst")
         load = dataclasses.replace(self.wrk_load(sample.case.load, s.seed + BURST_SEED_OFFSET),
                                    connection_close=True)
-        opened = LOCAL.tcp_connections_accepted()
+        opened = self.server_host.tcp_connections_accepted()
         result = wrk.run_wrk(sample.case.test, running.base_url, load, s.burst,
+                             host=self.client_host,
                              cpus=s.cpus("client"))
         return {"seconds": s.burst, "summary": result.summary,
-                "connections_opened": LOCAL.tcp_connections_accepted() - opened}
+                "connections_opened": self.server_host.tcp_connections_accepted() - opened}
 
     def _worker_pids(self, server: ServerProcess) -> list[int] | None:
         if server.spec.worker_check.count != "processes":

@@ -5,12 +5,18 @@
 # proxy of --behind nginx), util-linux's taskset (CPU placement), the headers mysqlclient
 # (Django's MySQL driver) is built against, and the toolchains of the compiled servers
 # (Rust, Go, Node.js).
-# With --with-browser (make test): also Debian's Chromium and its driver, for the test
-# that opens report.html in a real headless browser.
+# With --for-tests (make test): also Debian's Chromium and its driver, for the test that
+# opens report.html in a real headless browser, and iproute2 and openssh-server, for the
+# test that builds its "machines" as network namespaces with an sshd each.
 set -euo pipefail
 
 packages=(wrk postgresql mariadb-server mariadb-client default-libmysqlclient-dev
           pkg-config build-essential python3-venv ca-certificates curl)
+# make test: the several-hosts test builds its "machines" as network namespaces (iproute2)
+# with an sshd each (openssh-server; the package's own service is not needed)
+if [[ "${1:-}" == "--with-browser" ]]; then
+  packages+=(iproute2 openssh-server)
+fi
 if [[ "${1:-}" == "--with-browser" ]]; then
   packages+=(chromium chromium-driver)
 fi

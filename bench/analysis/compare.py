@@ -76,6 +76,14 @@ def machine_id(doc: dict) -> str:
     return env.get("machine_id") or fingerprint(env)
 
 
+ALL_LOCAL = {"client": "local", "server": "local", "database": "local"}
+
+
+def topology(doc: dict) -> dict:
+    """Role -> where it ran; runs from before --hosts ran everything on one machine."""
+    return (doc.get("topology") or {}).get("roles") or ALL_LOCAL
+
+
 def run_level_reasons(base: dict, cand: dict) -> list[str]:
     """What makes the two runs incomparable as a whole (empty: comparable)."""
     reasons = []
@@ -89,6 +97,10 @@ def run_level_reasons(base: dict, cand: dict) -> list[str]:
         a, b = base["settings"].get(key), cand["settings"].get(key)
         if a != b:
             reasons.append(f"different settings: {key} {a} vs {b}")
+    where_base, where_cand = topology(base), topology(cand)
+    if where_base != where_cand:
+        reasons.append("different topology (which machine ran the client, the server and "
+                       f"the database): {where_base} vs {where_cand}")
     bl, cl = base.get("load") or {}, cand.get("load") or {}
     for key in ("generator", "version", "threads"):
         if bl.get(key) != cl.get(key):

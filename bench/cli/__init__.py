@@ -126,17 +126,24 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
     if not cases:
         print("nothing to run: the selection matches no case", file=sys.stderr)
         return EXIT_USAGE
-    problems = preflight.problems(settings, cases)
-    if problems:
-        for problem in problems:
-            print(f"error: {problem}", file=sys.stderr)
-        return 1
-    try:
-        run = Run(settings, cases, previous)
-    except ValueError as exc:          # a stored schedule today's servers cannot give
-        raise SelectionError(f"cannot continue {previous[1]}: {exc} (a server added or "
-                             f"removed since?)") from None
-    doc = run.execute(getattr(args, "display", "auto"))
+    hosts = load_hosts(args.hosts, args.ssh_config)
+    if hosts.is_remote("server"):
+        # servers listen on their machine's address, where clients and the harness reach them
+        settings.host = hosts.specs["server"].address
+    with hosts:
+        problems = preflight.problems(settings, cases, hosts)
+        if problems:
+            for problem in problems:
+                print(f"error: {problem}", file=sys.stderr)
+            return 1
+        try:
+            run = Run(settings, cases, previous, hosts)
+        except ValueError as exc:          # a stored schedule today's servers cannot give
+            raise SelectionError(f"cannot continue {previous[1]}: {exc} (a server added or "
+                                 f"removed since?)") from None
+        doc = run.execute(getattr(args, "display", "auto"))
+    for problem in hosts.close_problems:
+        print(f"error: {problem}", file=sys.stderr)
     if doc["status"] == "interrupted":
         return EXIT_INTERRUPTED
     bad = [c for c in doc["cases"] if c["status"] != results.OK]
@@ -145,6 +152,17 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def load_hosts(path, ssh_config):
+    """The roles' hosts (all local without --hosts); HostsError is bad input."""
+    from bench.infra.hosts import Hosts, HostsError, load_hosts as load
+    if path is None:
+        return Hosts()
+    try:
+        return load(path, **({"config": [str(ssh_config)]} if ssh_config else {}))
+    except HostsError as exc:
+        raise SelectionError(str(exc)) from None
 
 
 def clean_up_after_dead_runs() -> None:

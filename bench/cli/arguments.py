@@ -105,6 +105,11 @@ def add_load(p: argparse.ArgumentParser) -> None:
                         "of variation) is flagged unstable (default: %(default)s %%)")
     g.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip verification before load (numbers are then unverified)")
+    g.add_argument("--hosts", type=Path, default=None, metavar="FILE",
+                   help="run the load generator, the servers and the databases on other "
+                        "machines over SSH (README, \"Several machines\")")
+    g.add_argument("--ssh-config", type=Path, default=None, metavar="FILE",
+                   help="an OpenSSH client configuration for --hosts (default: ~/.ssh/config)")
     g.add_argument("--quiet", "-q", dest="display", action="store_const", const="quiet",
                    default="auto", help="print only errors and the final tables (default: a "
                                         "live display on a terminal, one line per event "

@@ -357,6 +357,16 @@ class LocalHost:
     def which(self, tool: str) -> str | None:
         return shutil.which(tool)
 
+    # ------------------------------------------------------------ paths
+    def project_path(self, local_path: Path | str) -> str:
+        """Where a file of this repository is on this host: here, where it is."""
+        return str(local_path)
+
+    def cache_dir(self) -> str:
+        """The harness's build cache on this host."""
+        from bench.paths import CACHE_DIR
+        return str(CACHE_DIR)
+
     # ------------------------------------------------------------ files and identity
     def put(self, local_path: Path | str, host_path: Path | str) -> None:
         """Copy a file or folder to this host (here: a plain copy unless it is the same)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.core.plan import Case, databases_needed
 from bench.core.settings import NO_PROXY, Settings
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL
 
 INSTALL = "`make setup` installs it"
 
@@ -39,6 +39,21 @@ def ports_needed(settings: Settings, cases: list[Case]) -> dict[int, str]:
     return ports
 
 
+def project_problems(host, role: str) -> list[str]:
+    """A remote host must have the project set up where its workdir says: the same
+    install (`make setup` there) that a single machine gets."""
+    import sys
+
+    from bench.paths import REPO
+    python = host.project_path(sys.executable)
+    done = host.run(["test", "-x", python], timeout=10)
+    if done.returncode != 0:
+        return [f"{host.name} ({role}): the project is not set up in "
+                f"{host.project_path(REPO)} ({python} is missing): clone it there and run "
+                f"`make setup` on that machine (README, \"Several machines\")"]
+    return []
+
+
 def writable(folder: Path) -> str | None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -49,16 +64,28 @@ def writable(folder: Path) -> str | None:
     return None
 
 
-def problems(settings: Settings, cases: list[Case], host: LocalHost = LOCAL) -> list[str]:
-    found = []
+def problems(settings: Settings, cases: list[Case], hosts=None) -> list[str]:
+    """Everything missing, on every host that has a role (all here without --hosts)."""
+    from bench.infra.hosts import Hosts
     from bench.load import oha, wrk
+    hosts = hosts or Hosts()
+    found = []
     hints = {"wrk": wrk.INSTALL_HINT, "oha": oha.INSTALL_HINT}
+    client, server = hosts.for_role("client"), hosts.for_role("server")
     for tool, why in tools_needed(settings, cases).items():
+        # the load generators run on the client's host, everything else on the server's
+        host = client if tool in ("wrk", "oha") else server
         if not host.which(tool):
+            where = f" on {host.name}" if host is not LOCAL else ""
             found.append(f"{hints.get(tool, f'{tool} is not installed (or not on PATH): {INSTALL}')}"
-                         f" (needed for {why})")
+                         f"{where} (needed for {why})")
+    for role in ("client", "server", "database"):
+        if hosts.is_remote(role):
+            found += project_problems(hosts.for_role(role), role)
     for port, what in ports_needed(settings, cases).items():
-        if not host.port_is_free(port, settings.host):
+        host = hosts.for_role("database") if "local PostgreSQL" in what or \
+            "local MariaDB" in what else server
+        if not host.port_is_free(port, settings.host if host is server else "127.0.0.1"):
             found.append(f"port {port} ({what}) is busy: another process listens there; stop "
                          f"it or choose another port")
     why = writable(Path(settings.results_dir))

@@ -644,6 +644,7 @@ class RemoteHost:
     """A machine reached over SSH, with LocalHost's methods (see bench/infra/host.py for
     each one's meaning). Paths given to it are paths on that machine: absolute, `~/...`,
     or relative to `workdir` (where the project is copied to)."""
+    remote = True            # its files are on another machine: put() and get()
 
     def __init__(self, address: str, *, name: str | None = None, user: str | None = None,
                  port: int = 22, workdir: str = "~/webbench", python: str = "python3",
@@ -915,6 +916,10 @@ class RemoteHost:
         elif not workdir.startswith("/"):
             workdir = posixpath.join(home, workdir)
         return posixpath.normpath(posixpath.join(workdir, text))
+
+    def cache_dir(self) -> str:
+        """The harness's build cache on this host (as bench.paths.CACHE_DIR locally)."""
+        return self.path("~/.cache/webbench")
 
     def project_path(self, local_path: Path | str) -> str:
         """Where a file of this repository is on this host (the project is copied to

@@ -55,10 +55,14 @@ def pool_size(spec: manifest.ServerSpec, settings: Settings, database: str) -> i
     return budget.per_process if budget else 1
 
 
-def template_values(spec: manifest.ServerSpec, settings: Settings, database: str) -> dict:
+def template_values(spec: manifest.ServerSpec, settings: Settings, database: str,
+                    host: LocalHost = LOCAL) -> dict:
+    """The manifest's placeholders, as paths on the host that runs the server (the project
+    is at the same place in its workdir)."""
     return {
-        "python": sys.executable, "dir": str(spec.dir), "servers_dir": str(spec.dir.parent),
-        "cache_dir": str(CACHE_DIR), "host": settings.host, "port": str(settings.port),
+        "python": host.project_path(sys.executable), "dir": host.project_path(spec.dir),
+        "servers_dir": host.project_path(spec.dir.parent), "cache_dir": host.cache_dir(),
+        "host": settings.host, "port": str(settings.port),
         "workers": str(settings.workers), "db": database,
         "pool_size": str(pool_size(spec, settings, database)),
     }
@@ -72,11 +76,13 @@ def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path,
     """Run the manifest's build command once; returns seconds taken."""
     if not spec.build:
         return 0.0
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    values = template_values(spec, settings, "none")
+    if host is LOCAL:
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    values = template_values(spec, settings, "none", host)
     argv = [manifest.expand(a, values) for a in spec.build]
     try:
-        done = host.run(argv, cwd=spec.dir, timeout=BUILD_TIMEOUT_S, stop_signal=signal.SIGTERM)
+        done = host.run(argv, cwd=host.project_path(spec.dir), timeout=BUILD_TIMEOUT_S,
+                        stop_signal=signal.SIGTERM)
     except FileNotFoundError as exc:
         raise ServerError(f"build of {spec.id} failed: {exc.filename} is not installed "
                           f"(`make setup` installs the toolchains)") from exc
@@ -103,13 +109,16 @@ class ServerProcess:
         self.budget = db_budget(self.spec, settings, variant.database)
         self.pool_size = pool_size(self.spec, settings, variant.database)
         self._tree: dict[int, ProcessRef] = {}
+        # on another machine the server logs there, and the log is fetched after the stop
+        self.host_log = None if (log_path is None or host is LOCAL) else \
+            host.path(f"remote-logs/{log_path.name}")
 
     @property
     def base_url(self) -> str:
         return f"http://{self.settings.host}:{self.settings.port}"
 
     def environment(self) -> dict[str, str]:
-        values = template_values(self.spec, self.settings, self.variant.database)
+        values = template_values(self.spec, self.settings, self.variant.database, self.host)
         env = {**self.host.base_environment(),
                "BENCH_SERVER_ID": self.spec.id,
                "BENCH_HOST": self.settings.host, "BENCH_PORT": str(self.settings.port),
@@ -124,7 +133,7 @@ class ServerProcess:
         return env
 
     def command(self) -> list[str]:
-        values = template_values(self.spec, self.settings, self.variant.database)
+        values = template_values(self.spec, self.settings, self.variant.database, self.host)
         return [manifest.expand(a, values) for a in self.spec.start]
 
     def start(self) -> None:
@@ -133,8 +142,9 @@ class ServerProcess:
                               f"another process listens there (choose --port or stop it)")
         try:
             # own process group: stop() can reach every worker the server forks
-            self.proc = self.host.spawn(self.command(), cwd=self.spec.dir,
-                                        env=self.environment(), log_path=self.log_path,
+            self.proc = self.host.spawn(self.command(), cwd=self.host.project_path(self.spec.dir),
+                                        env=self.environment(),
+                                        log_path=self.host_log or self.log_path,
                                         cpus=self.settings.cpus("server"))
         except FileNotFoundError as exc:
             raise ServerError(f"cannot start {self.spec.id}: {exc.filename} not found "
@@ -153,6 +163,7 @@ class ServerProcess:
         with requests.Session() as session:
             while time.monotonic() - start < timeout:
                 if not self.alive():
+                    self.fetch_log()
                     raise ServerError(f"{self.spec.id} exited with code {self.proc.returncode} "
                                       f"before it was ready", self.log_path)
                 try:
@@ -164,6 +175,7 @@ class ServerProcess:
                 except (requests.RequestException, ValueError) as exc:
                     last = type(exc).__name__
                 time.sleep(0.05)
+        self.fetch_log()
         raise ServerError(f"{self.spec.id} was not ready after {timeout:.0f}s (GET /ping/ must "
                           f"answer {expected}; last: {last})", self.log_path)
 
@@ -214,7 +226,18 @@ class ServerProcess:
         self.proc.wait(timeout=5)
         state.group_stopped(self.proc.pid)
         self._wait_port_free()
+        self.fetch_log()
         return time.monotonic() - start
+
+    def fetch_log(self) -> None:
+        """The server's log from the machine that ran it, into the run's folder."""
+        if self.host_log is None:
+            return
+        try:
+            self.host.get(self.host_log, self.log_path)
+        except Exception as exc:  # noqa: BLE001 - a missing log never costs a sample
+            with open(self.log_path, "a") as log:
+                log.write(f"(the log on {self.host.name} could not be fetched: {exc})\n")
 
     def _survivors(self) -> list[ProcessRef]:
         """Processes of the server's tree still running (a zombie has finished)."""

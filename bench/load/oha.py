@@ -436,6 +436,10 @@ def run_oha(test: str, base_url: str, settings: OhaSettings,
         if test == "update user":
             bodies = Path(tmp) / "update_bodies.jsonl"
             bodies.write_text("\n".join(update_bodies(settings.seed)) + "\n")
+            if getattr(host, "remote", False):   # that host reads it from its own disk
+                remote = host.path(f"remote-tmp/{Path(tmp).name}-update_bodies.jsonl")
+                host.put(bodies, remote)
+                bodies = remote
         command = oha_command(test, base_url, settings, duration, bodies_file=bodies)
         argv = [oha] + command[1:]
         limit = duration + settings.timeout_s + KILL_GRACE_S

@@ -282,7 +282,9 @@ def run_wrk(test: str, base_url: str, settings: LoadSettings,
     """
     wrk = require_wrk(host)
     command = wrk_command(test, base_url, settings, duration_s)
-    argv = [wrk] + command[1:]
+    # the Lua scripts where the project is on the load generator's host
+    argv = [wrk] + [host.project_path(a) if a == str(script_for(test)) else a
+                    for a in command[1:]]
     duration = _whole_seconds(settings.duration_s if duration_s is None else duration_s)
     # SIGINT makes wrk stop early and still print its report
     done = host.run(argv, timeout=duration + KILL_GRACE_S, on_start=on_start, cpus=cpus)

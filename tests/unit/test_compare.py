@@ -164,3 +164,14 @@ def test_compare_uses_a_stored_calibration_of_the_machine(tmp_path, capsys):
     assert main(["compare", *paths, *rd]) == 0
     assert "Per-case thresholds from the calibration" in capsys.readouterr().out
     assert main(["compare", *paths, "--no-calibration", *rd]) == 1
+
+
+def test_a_change_of_topology_makes_two_runs_incomparable():
+    from bench.analysis import compare as cmp_module
+    base = {"environment": {"machine_id": "m"}, "settings": {}, "load": {}}
+    moved = {**base, "topology": {"roles": {"client": "root@10.0.0.2", "server": "local",
+                                            "database": "local"}}}
+    assert cmp_module.run_level_reasons(base, base) == []
+    assert cmp_module.run_level_reasons(base, {**base, "topology": {"roles": cmp_module.ALL_LOCAL}}) == []
+    (reason,) = cmp_module.run_level_reasons(base, moved)
+    assert reason.startswith("different topology") and "root@10.0.0.2" in reason
