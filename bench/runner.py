@@ -353,7 +353,7 @@ class Run:
         if endpoint is None:
             return None
         return lambda: settle(endpoint, lambda: self.provider.pids(endpoint.engine)
-                              if self.provider is not None else [])
+                              if self.provider is not None else [], host=self.db_host)
 
     def _resource_groups(self, running: Running, database: str, client_pid: list[int]):
         """Each group's pids, read on the host that runs it."""

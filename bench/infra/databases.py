@@ -341,7 +341,8 @@ def _on_host(host, step, *args):
     if done.timed_out or done.returncode != 0:
         what = (f"did not finish within {HOST_STEP_TIMEOUT_S} s" if done.timed_out
                 else f"failed (exit {done.returncode})")
-        raise ProvisionError(f"{host.name}: {step.__name__.lstrip('_')}{tuple(args)!r} {what}: "
+        # the step's name, not its arguments: one of them may be a file's content
+        raise ProvisionError(f"{host.name}: the step `{step.__name__.lstrip('_')}` {what}: "
                              f"{_tail(done.stderr + done.stdout, 800)}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -471,12 +472,16 @@ class LocalServer:
         named = [pid for pid, _, names_data in found["procs"] if names_data]
         main_pid = found["pid_file"] if found["pid_file"] in of_data else \
             next(iter(named), None)
-        self._main = refs.get(main_pid)
-        return self._main, refs
+        main = refs.get(main_pid)
+        if main is not None:
+            self._main = main
+        return main, refs
 
     def _known_main(self) -> ProcessRef | None:
         """The main process found before, while it runs (no search: what alive() and
-        pids(), called several times a second, use); searched for when none was found."""
+        pids() use, the sampler calls pids() several times a second); searched for only
+        while none was ever found. A main process that is gone is not replaced: a dead
+        server stays dead until restart() makes a new LocalServer."""
         main = self._main if self._main is not None else self._survey()[0]
         if main is not None and self.host.running([main], zombies=False):
             return main
