@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import itertools
 import json
 import posixpath
@@ -924,7 +925,8 @@ class RemoteHost:
     def project_path(self, local_path: Path | str) -> str:
         """Where a file of this repository is on this host (the project is copied to
         workdir); ValueError for a path outside the repository."""
-        rel = Path(local_path).resolve().relative_to(REPO)
+        # not resolved: the virtualenv's python is a symlink out of the project
+        rel = Path(os.path.abspath(local_path)).relative_to(REPO)
         return self.path(rel.as_posix() if str(rel) != "." else ".")
 
     # ------------------------------------------------------------ processes
