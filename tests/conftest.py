@@ -39,3 +39,16 @@ def databases(database_provider):
 @pytest.fixture(params=["postgres", "mysql"])
 def endpoint(request, databases):
     return databases[request.param]
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """Every server's build step, as a run does it (cheap when nothing changed), once per
+    session for every test that starts real servers."""
+    from bench.core import manifest
+    from bench.core.settings import Settings
+    from bench.infra.server import build
+    logs = tmp_path_factory.mktemp("builds")
+    for spec in manifest.discover().values():
+        build(spec, Settings(), logs / f"build-{spec.id}.log")
+    return True

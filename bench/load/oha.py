@@ -42,7 +42,7 @@ from typing import Callable
 import psutil
 
 from bench.infra.host import LOCAL, LocalHost
-from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS, LoadError, LoadResult
+from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS, LoadError, LoadResult, check_window
 
 OHA_VERSION = "1.16.0"
 INSTALL_HINT = (f"oha {OHA_VERSION} is not installed (or ~/.cargo/bin is not on PATH): run "
@@ -98,12 +98,7 @@ class OhaSettings:
                 and self.rate > 0):
             # oha reads -q 0 as "no rate limit": that would silently be a closed loop
             raise ValueError(f"rate must be a finite number of req/s > 0, got {self.rate!r}")
-        if not self.duration_s > 0:
-            raise ValueError(f"duration_s must be > 0, got {self.duration_s}")
-        if not self.timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
-        if not self.token or any(c in self.token for c in "\r\n \t"):
-            raise ValueError("token must be a non-empty string without whitespace")
+        check_window(self.duration_s, self.timeout_s, self.token)
         if self.worker_threads is not None and self.worker_threads < 1:
             raise ValueError(f"worker_threads must be >= 1, got {self.worker_threads}")
 

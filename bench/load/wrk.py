@@ -52,6 +52,16 @@ class LoadError(RuntimeError):
     """wrk is missing, failed, hung, or produced no WRK_JSON summary."""
 
 
+def check_window(duration_s: float, timeout_s: float, token: str) -> None:
+    """What every load generator's settings need: a window, a timeout, a usable token."""
+    if not duration_s > 0:
+        raise ValueError(f"duration_s must be > 0, got {duration_s}")
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+    if not token or any(c in token for c in "\r\n \t"):
+        raise ValueError("token must be a non-empty string without whitespace")
+
+
 @dataclass
 class LoadSettings:
     threads: int
@@ -70,12 +80,7 @@ class LoadSettings:
         if self.connections < self.threads:
             # wrk itself refuses this ("number of connections must be >= threads")
             raise ValueError(f"connections ({self.connections}) must be >= threads ({self.threads})")
-        if not self.duration_s > 0:
-            raise ValueError(f"duration_s must be > 0, got {self.duration_s}")
-        if not self.timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
-        if not self.token or any(c in self.token for c in "\r\n \t"):
-            raise ValueError("token must be a non-empty string without whitespace")
+        check_window(self.duration_s, self.timeout_s, self.token)
 
     @property
     def open_connections(self) -> int:

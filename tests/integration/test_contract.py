@@ -13,7 +13,7 @@ from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.lifecycle import running_server
-from bench.infra.server import build, log_tail
+from bench.infra.server import log_tail
 from bench.verify import verifier
 from tests.conftest import TEST_SERVER_PORT
 
@@ -25,13 +25,6 @@ VARIANTS = [Variant(spec, d, o) for spec in SPECS.values() for d, o in spec.vari
 # the connection budget still gives every process at least one connection.
 SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 
-
-@pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    logs = tmp_path_factory.mktemp("builds")
-    for spec in SPECS.values():
-        build(spec, SETTINGS, logs / f"build-{spec.id}.log")
-    return True
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.key)

@@ -30,7 +30,7 @@ from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.lifecycle import running_server
-from bench.infra.server import build, log_tail
+from bench.infra.server import log_tail
 from bench.verify.workers import check_workers
 from tests.conftest import TEST_SERVER_PORT
 from tests.integration import fuzzing
@@ -76,14 +76,6 @@ NO_DB_PLAN = [step("/ping/", "GET", "coverage"),
               step(USER, "GET", "positive", 5), step(USER, "PATCH", "positive", 5)]
 
 
-@pytest.fixture(scope="session")
-def built_for_fuzzing(tmp_path_factory):
-    """The servers' build steps, as a run does them (cheap when nothing changed)."""
-    logs = tmp_path_factory.mktemp("fuzz-builds")
-    for spec in SPECS.values():
-        build(spec, SETTINGS, logs / f"build-{spec.id}.log")
-    return True
-
 
 def workers_problem(server, before: set | None) -> str:
     """'' when the server runs W workers and, for worker processes, the same ones it
@@ -107,7 +99,7 @@ def worker_pids(server) -> set | None:
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.key)
-def test_fuzzed_server_keeps_the_contract(variant, databases, built_for_fuzzing, tmp_path):
+def test_fuzzed_server_keeps_the_contract(variant, databases, built, tmp_path):
     endpoint = databases.get(variant.database)
     log = tmp_path / "server.log"
     plan = NO_DB_PLAN if endpoint is None else USER_PLAN
