@@ -243,3 +243,25 @@ def test_the_stress_checks_run_a_burst_and_compare_the_workers(tmp_path):
     pids = sample["server_process"]["worker_pids"]
     assert len(pids["before"]) == 8 and pids["before"] == pids["after"]
     assert sample["resources"]["server"]["memory_last_mb"] > 0
+
+
+def test_rerun_failed_measures_only_the_failed_cases_again_and_keeps_history(tmp_path):
+    out = run_bench("--servers", "never_ready,actix-web", "--servers-dir", str(FIXTURES),
+                    "--tests", "plain", "--no-ceiling", "--repeat", "1", "--duration", "1",
+                    "--warmup", "0", "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 1, out.stdout[-2000:]
+    first = stored(tmp_path)
+    ok_before = next(c for c in first["cases"] if c["server"] == "actix-web")["samples"][0]
+    run_dir = results.latest_run(tmp_path)
+    again = run_bench("--rerun-failed", str(run_dir), "--servers-dir", str(FIXTURES), *PORTS)
+    assert again.returncode == 1, again.stdout[-2000:] + again.stderr[-2000:]
+    doc = stored(tmp_path)
+    by_server = {c["server"]: c for c in doc["cases"]}
+    assert by_server["actix-web"]["samples"][0] == ok_before          # not measured again
+    failed = by_server["never_ready"]
+    assert failed["status"] == "failed" and len(failed["history"]) == 1
+    assert failed["history"][0]["samples"][0]["status"] == "failed"
+    assert failed["samples"][0]["started_at"] != failed["history"][0]["samples"][0]["started_at"] \
+        or failed["samples"][0]["log_tail"]
+    assert doc["continuations"][-1]["kind"] == "rerun-failed"
+    nothing_left()
