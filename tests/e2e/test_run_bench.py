@@ -83,6 +83,8 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
                 assert process["db_connections_seen"] == 64       # counted by the database
                 assert sample["db_settle"]["quiet"] and sample["db_settle"]["seconds"] > 0
             spread = process["client_connections"]
+            if case["server"] == "nginx":      # the reference: no pool, its spread not judged
+                continue
             # every wrk connection is seen (a server may still hold one more, not yet closed)
             assert 16 <= spread["total"] <= 17, spread
             if case["server"] == "fastapi":

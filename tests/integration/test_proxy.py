@@ -107,15 +107,15 @@ def test_upstream_connections_are_kept_alive_and_reused(upstream, tmp_path):
     """Requests on one client connection reach the server over one kept-alive upstream
     connection: the connection the first request used is still open after the twentieth
     (without upstream keep-alive nginx closes each one after its response)."""
-    server_procs = [psutil.Process(p) for p in upstream.server.pids()]
-
-    def upstream_connections() -> set:
-        """The proxy's ends (ports) of its connections the server holds open now."""
+    def upstream_connections(proxy) -> set:
+        """The proxy's ends (ports) of its open connections to the server: seen from the
+        proxy's processes, so another client of the server never counts."""
         found = set()
-        for proc in server_procs:
-            for c in proc.net_connections(kind="tcp"):
-                if c.laddr.port == UPSTREAM_PORT and c.status == psutil.CONN_ESTABLISHED:
-                    found.add(c.raddr.port)
+        for pid in proxy.pids():
+            for c in psutil.Process(pid).net_connections(kind="tcp"):
+                if c.raddr and c.raddr.port == UPSTREAM_PORT and \
+                        c.status == psutil.CONN_ESTABLISHED:
+                    found.add(c.laddr.port)
         return found
     with start_proxy(tmp_path / "proxy.log") as proxy, requests.Session() as client:
         seen = []
@@ -123,7 +123,7 @@ def test_upstream_connections_are_kept_alive_and_reused(upstream, tmp_path):
             r = client.get(proxy.base_url + "/plain/?param1=a", headers={"token": TOKEN},
                            timeout=5)
             assert r.status_code == 200
-            seen.append(upstream_connections())
+            seen.append(upstream_connections(proxy))
     # one per nginx worker at most (the readiness check may have used the other worker)
     assert seen[0] & seen[-1] and len(seen[-1]) <= WORKERS, (seen, log_tail(tmp_path / "proxy.log"))
 
