@@ -258,7 +258,8 @@ class Run:
         prov = databases.for_settings(
             self.settings, engines, host=self.db_host,
             # a database on another machine listens on its address, where servers reach it
-            listen_address=self.hosts.specs["database"].address if remote else "127.0.0.1")
+            listen_address=self.hosts.specs["database"].address if remote else "127.0.0.1",
+            mode=self.hosts.database_mode)
         self.display.step(f"databases ({prov.mode}): starting {', '.join(engines)}")
         try:
             self.endpoints = prov.start()

@@ -832,21 +832,33 @@ class LocalProvider:
 # ---------------------------------------------------------------- docker compose
 
 class DockerProvider:
-    """`docker compose up -d --wait` with the repository's docker-compose.yml."""
+    """`docker compose up -d --wait` with the repository's docker-compose.yml, on this
+    machine's Docker engine or, for a [database] host, on that machine's through Docker's
+    own SSH transport (DOCKER_HOST=ssh://user@host: the compose file and the images stay
+    where they are; docker runs the containers there)."""
     mode = "docker"
-    host = LOCAL
+    host = LOCAL        # the containers' processes are not the harness's to read
 
     def __init__(self, engines: list[str], ports: dict[str, int] | None = None,
-                 keep: bool = False):
+                 keep: bool = False, docker_host: str | None = None,
+                 listen_address: str = "127.0.0.1"):
         self.engines, self.keep = engines, keep
         self.ports = {**DEFAULT_PORTS, **(ports or {})}
         self.services = {"postgres": "postgres", "mysql": "mysql"}
+        self.docker_host, self.listen_address = docker_host, listen_address
+
+    def compose_env(self) -> dict[str, str]:
+        env = {**os.environ, "BENCH_PG_PORT": str(self.ports["postgres"]),
+               "BENCH_MYSQL_PORT": str(self.ports["mysql"]),
+               # the containers' ports are published on this address of their machine
+               "BENCH_DB_BIND": self.listen_address}
+        if self.docker_host:
+            env["DOCKER_HOST"] = self.docker_host
+        return env
 
     def compose(self, *args: str, timeout: float = COMPOSE_TIMEOUT_S) -> Completed:
-        env = {**os.environ, "BENCH_PG_PORT": str(self.ports["postgres"]),
-               "BENCH_MYSQL_PORT": str(self.ports["mysql"])}
-        return LOCAL.run(["docker", "compose", "-f", str(COMPOSE_FILE), *args], env=env,
-                         timeout=timeout, stop_signal=signal.SIGTERM)
+        return LOCAL.run(["docker", "compose", "-f", str(COMPOSE_FILE), *args],
+                         env=self.compose_env(), timeout=timeout, stop_signal=signal.SIGTERM)
 
     def _container_logs(self, services: list[str]) -> str:
         done = self.compose("logs", "--no-color", "--tail", "30", *services, timeout=30)
@@ -868,7 +880,8 @@ class DockerProvider:
         self._check(done, " ".join(args), COMPOSE_UP_TIMEOUT_S, services)
 
     def endpoint(self, engine: str) -> db.Endpoint:
-        return db.Endpoint(engine, "127.0.0.1", self.ports[engine], BENCH_USER, BENCH_PASSWORD)
+        return db.Endpoint(engine, self.listen_address, self.ports[engine], BENCH_USER,
+                           BENCH_PASSWORD)
 
     def _prepare(self, engine: str) -> db.Endpoint:
         ep = self.endpoint(engine)
@@ -978,19 +991,28 @@ def provider(mode: str, engines: list[str], *, ports: dict[str, int] | None = No
         return LocalProvider(engines, ports, keep, host=host, listen_address=listen_address)
     if mode == "docker":
         if remote:
-            raise ProvisionError(f"databases in Docker on another host ({host.name}) are not "
-                                 f"supported yet: use mode = \"local\" for [database]")
+            return DockerProvider(engines, ports, keep, docker_host=docker_transport(host),
+                                  listen_address=listen_address)
         return DockerProvider(engines, ports, keep)
     if mode == "external":
         return ExternalProvider(engines, dsns or {})
     raise ProvisionError(f"unknown --db-mode {mode!r}: choose auto, local, docker or external")
 
 
+def docker_transport(host) -> str:
+    """Docker's SSH address of a remote host (its keys come from the user's SSH set-up,
+    as the harness's own connection's do)."""
+    user = f"{host.user}@" if getattr(host, "user", None) else ""
+    port = f":{host.port}" if getattr(host, "port", 22) not in (None, 22) else ""
+    return f"ssh://{user}{host.address}{port}"
+
+
 def for_settings(settings, engines: list[str], *, host=LOCAL,
-                 listen_address: str = "127.0.0.1"):
+                 listen_address: str = "127.0.0.1", mode: str | None = None):
     """The provider a run's settings ask for (one place that maps flags to a provider);
-    `host` and `listen_address` as in provider()."""
-    return provider(settings.db_mode, engines,
+    `host` and `listen_address` as in provider(); `mode`: the hosts file's [database]
+    mode, which wins over --db-mode for that host."""
+    return provider(mode or settings.db_mode, engines,
                     ports={"postgres": settings.pg_port, "mysql": settings.mysql_port},
                     dsns={"postgres": settings.postgres_dsn, "mysql": settings.mysql_dsn},
                     keep=settings.keep_db, host=host, listen_address=listen_address)

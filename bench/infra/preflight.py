@@ -92,7 +92,8 @@ def problems(settings: Settings, cases: list[Case], hosts=None) -> list[str]:
     if why:
         found.append(f"cannot write results to {settings.results_dir} ({why}): choose "
                      f"--results-dir or fix its permissions")
-    if settings.db_mode == "docker" and not host.which("docker"):
+    docker = settings.db_mode == "docker" or hosts.database_mode == "docker"
+    if docker and databases_needed(cases) and not LOCAL.which("docker"):
         found.append("--db-mode docker needs the docker command: install Docker, or use "
                      "--db-mode local")
     return found
