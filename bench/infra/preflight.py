@@ -3,12 +3,14 @@ built: the tools, the ports, a results folder it can write. One message per prob
 saying how to fix it, so a run fails in a second instead of after an hour of set-up."""
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
 from bench.core.plan import Case, databases_needed
 from bench.core.settings import NO_PROXY, Settings
 from bench.infra.host import LOCAL
+from bench.paths import REPO
 
 INSTALL = "`make setup` installs it"
 
@@ -26,25 +28,24 @@ def tools_needed(settings: Settings, cases: list[Case]) -> dict[str, str]:
     return need
 
 
-def ports_needed(settings: Settings, cases: list[Case]) -> dict[int, str]:
-    ports = {settings.port: "--port (the servers)"}
+def ports_needed(settings: Settings, cases: list[Case],
+                 db_mode: str | None = None) -> dict[int, tuple[str, str]]:
+    """port -> (the role whose host must have it free, what it is for)."""
+    ports = {settings.port: ("server", "--port (the servers)")}
     if any(c.load.proxy != NO_PROXY for c in cases):
-        ports[settings.upstream_port] = "--port + 1 (a server behind --behind's proxy)"
-    if settings.db_mode in ("local", "auto"):
+        ports[settings.upstream_port] = ("server", "--port + 1 (a server behind --behind's proxy)")
+    if (db_mode or settings.db_mode) in ("local", "auto"):
         engines = databases_needed(cases)
         if "postgres" in engines:
-            ports[settings.pg_port] = "--pg-port (the local PostgreSQL)"
+            ports[settings.pg_port] = ("database", "--pg-port (the local PostgreSQL)")
         if "mysql" in engines:
-            ports[settings.mysql_port] = "--mysql-port (the local MariaDB)"
+            ports[settings.mysql_port] = ("database", "--mysql-port (the local MariaDB)")
     return ports
 
 
 def project_problems(host, role: str) -> list[str]:
     """A remote host must have the project set up where its workdir says: the same
     install (`make setup` there) that a single machine gets."""
-    import sys
-
-    from bench.paths import REPO
     python = host.project_path(sys.executable)
     done = host.run(["test", "-x", python], timeout=10)
     if done.returncode != 0:
@@ -82,10 +83,10 @@ def problems(settings: Settings, cases: list[Case], hosts=None) -> list[str]:
     for role in ("client", "server", "database"):
         if hosts.is_remote(role):
             found += project_problems(hosts.for_role(role), role)
-    for port, what in ports_needed(settings, cases).items():
-        host = hosts.for_role("database") if "local PostgreSQL" in what or \
-            "local MariaDB" in what else server
-        if not host.port_is_free(port, settings.host if host is server else "127.0.0.1"):
+    for port, (role, what) in ports_needed(settings, cases, hosts.database_mode).items():
+        address = settings.host if role == "server" else \
+            (hosts.specs["database"].address if hosts.is_remote("database") else "127.0.0.1")
+        if not hosts.for_role(role).port_is_free(port, address):
             found.append(f"port {port} ({what}) is busy: another process listens there; stop "
                          f"it or choose another port")
     why = writable(Path(settings.results_dir))

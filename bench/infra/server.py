@@ -110,7 +110,7 @@ class ServerProcess:
         self.pool_size = pool_size(self.spec, settings, variant.database)
         self._tree: dict[int, ProcessRef] = {}
         # on another machine the server logs there, and the log is fetched after the stop
-        self.host_log = None if (log_path is None or host is LOCAL) else \
+        self.host_log = None if (log_path is None or not getattr(host, "remote", False)) else \
             host.path(f"remote-logs/{log_path.name}")
 
     @property
