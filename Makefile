@@ -1,35 +1,43 @@
 # The two commands of the README:
 #   make bench   set up whatever is missing, then run the default suite
 #   make test    set up whatever is missing, then run the test suite
-# Both install system packages with apt (as root or via sudo), create .venv from the
-# pinned requirements and build the servers that need building.
+# Both install what setup/packages.txt lists and this machine lacks (apt, as root or via
+# sudo), create .venv from the pinned requirements, build oha and the servers, and print
+# how long each set-up step took (scripts/setup.sh). `make doctor` says what is there
+# and what is missing, installing nothing.
 
-PYTHON_BOOTSTRAP ?= python3
-# rustup installs cargo here, the Go tarball there; a fresh shell may not have them on PATH
-export PATH := $(HOME)/.cargo/bin:$(PATH):/usr/local/go/bin
+# rustup puts cargo in ~/.cargo/bin and the Go tarball go in /usr/local/go/bin, which a
+# fresh shell may not have on PATH. Empty them to see a machine without those toolchains:
+#   make doctor GO_BIN=       (with no other go on PATH: gin is reported unavailable)
+CARGO_BIN ?= $(HOME)/.cargo/bin
+GO_BIN ?= /usr/local/go/bin
+export PATH := $(if $(CARGO_BIN),$(CARGO_BIN):)$(PATH)$(if $(GO_BIN),:$(GO_BIN))
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: bench test setup system-deps test-deps venv tools build rust-tests tables list clean
+.PHONY: bench test setup test-setup doctor system-deps test-deps venv tools build \
+        rust-tests tables list clean
 
 bench: setup
 	$(PYTHON) run_bench.py $(ARGS)
 
-test: setup test-deps rust-tests
+test: test-setup rust-tests
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-# The Rust servers' own unit tests: every folder under servers/ with a Cargo.toml (the
-# shared crate _rscommon holds most of them). A target dir of its own in the harness
-# cache: test builds use another profile than the release build of a run.
-rust-tests: system-deps
-	@for crate in servers/*/Cargo.toml; do \
-	  dir=$$(dirname $$crate); echo "cargo test in $$dir"; \
-	  (cd $$dir && cargo test --locked --quiet --target-dir $(HOME)/.cache/webbench/cargo-test) \
-	    || exit 1; \
-	done
+# The Rust servers' own unit tests (the shared crate _rscommon holds most of them), the
+# whole workspace (servers/Cargo.toml) in one cargo run. In the servers' target dir, but
+# in the dev profile (target/debug): nothing of the release build can be reused anyway,
+# because cargo builds every dependency of a test with panic = "unwind" and the release
+# profile says "abort". Measured on 2 cores after the release builds: --release
+# recompiled 181 of 215 crates (with fat LTO) in 103 s; the dev profile compiles all 215
+# in about 60 s (debug = "line-tables-only", servers/Cargo.toml).
+rust-tests: test-setup
+	@start=$$(date +%s); cd servers && cargo test --locked --quiet --workspace \
+	  --target-dir $(HOME)/.cache/webbench/cargo-target \
+	  && echo "Rust unit tests: $$(( $$(date +%s) - start )) s"
 
 tables: venv
 	$(PYTHON) create_markdown_tables.py
@@ -37,33 +45,42 @@ tables: venv
 list: venv
 	$(PYTHON) run_bench.py list
 
-setup: system-deps venv tools build
+# Installs nothing; runs before the virtualenv exists (standard library only).
+doctor:
+	@$$(bash scripts/find_python.sh || echo python3) run_bench.py doctor
 
+# every set-up step, timed, with downloads overlapping builds (scripts/setup.sh)
+setup:
+	@bash scripts/setup.sh
+
+test-setup:
+	@bash scripts/setup.sh --for-tests
+
+# The single steps, for when one is all you need.
 system-deps:
 	@bash scripts/install_system_deps.sh
 
-# the HTML report's test drives a real headless Chromium; the several-hosts test needs
-# network namespaces (iproute2) and sshd
 test-deps:
 	@bash scripts/install_system_deps.sh --for-tests
 
 venv: $(VENV)/.installed
 
-# load generators from their registries: oha (crates.io) measures latency at a fixed
-# request rate (--rate); wrk comes from the system packages
-tools: system-deps
+# oha (crates.io) measures latency at a fixed request rate (--rate)
+tools:
 	@bash scripts/install_oha.sh
 
 # One virtualenv for the harness and every Python server: pip resolves all pins
-# together, so a conflict shows at install time, not in the middle of a run.
+# together, so a conflict shows at install time, not in the middle of a run. It is made
+# from the first Python >= 3.11 found (scripts/find_python.sh).
 $(VENV)/.installed: requirements.txt $(SERVER_REQUIREMENTS)
-	$(PYTHON_BOOTSTRAP) -m venv $(VENV)
+	python=$$(bash scripts/find_python.sh) || { echo "no Python >= 3.11: run make setup" >&2; exit 1; }; \
+	  "$$python" -m venv $(VENV)
 	$(PYTHON) -m pip install -q --disable-pip-version-check -r requirements.txt \
 		$(addprefix -r ,$(SERVER_REQUIREMENTS))
 	touch $@
 
-# Runs each manifest's build step (e.g. cargo build --release); the harness repeats it at
-# the start of every run, where an up-to-date build costs a second.
+# Runs each available server's build step (e.g. cargo build --release); the harness
+# repeats it at the start of every run, where an up-to-date build costs a second.
 build: venv
 	$(PYTHON) run_bench.py build
 

@@ -74,11 +74,15 @@ def blank_case(case: Case, repeat: int) -> dict:
 
 class Run:
     def __init__(self, settings: Settings, cases: list[Case],
-                 previous: tuple[dict, Path] | None = None, hosts: Hosts | None = None):
+                 previous: tuple[dict, Path] | None = None, hosts: Hosts | None = None,
+                 unavailable: dict[str, str] | None = None):
         """A new run of `cases`, or (`previous`: a stored document and its folder, as
         prepared by bench.storage.resume) the continuation of a stored one, whose samples
-        still pending or interrupted are measured into the same document."""
+        still pending or interrupted are measured into the same document. `unavailable`:
+        the servers left out because this machine lacks their toolchain, with why (stored,
+        so the tables say it)."""
         self.settings, self.cases = settings, cases
+        self.unavailable = dict(unavailable or {})
         # which machine runs each role (a role not in the hosts file runs here)
         self.hosts = hosts or Hosts()
         self.client_host = self.hosts.for_role("client")
@@ -113,6 +117,8 @@ class Run:
         run_id = results.new_run_id()
         self.doc = results.new_document(run_id, settings.public(), environment.environment(),
                                         self._load_record())
+        if self.unavailable:
+            self.doc["unavailable"] = self.unavailable
         machine = self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])
         self.run_dir = results.run_dir(settings.results_dir, machine, run_id)
         specs = {c.variant.server.id: c.variant.server for c in cases}
@@ -176,6 +182,8 @@ class Run:
                          self.settings.order_seed)
         if len(todo) != len(self.samples):
             show.note(f"{len(todo)} of {len(self.samples)} samples to measure")
+        for server_id, why in self.unavailable.items():
+            show.note(f"not measured: {server_id} is unavailable on this machine: {why}")
         try:
             with sigterm_as_interrupt():
                 engines = databases_needed([s.case for s in todo])
@@ -449,7 +457,8 @@ class Run:
             # counted by the database while the server still holds its pools
             "db_connections_seen": db.server_connections(endpoint) if endpoint else None,
             "client_connections": spread.figures(),
-            # a worker that crashed and was replaced shows as a changed pid
+            # a worker that crashed shows as a pid gone (replaced or not); readiness
+            # waited for all W, so a new pid alone is a worker started late
             "worker_pids": {"before": workers_before, "after": self._worker_pids(server)},
             # what really ran: the CPUs the server's first process may use
             "cpus": self.server_host.affinity(server.proc.pid)}

@@ -197,14 +197,34 @@ def burst_problem(sample: dict, threshold: float) -> str | None:
             f"{rate:.2%} of requests failed ({describe_errors(burst['summary'])})")
 
 
-def workers_replaced(process: dict) -> str | None:
+def _worker_changes(process: dict) -> tuple[int, int]:
+    """(worker pids gone, worker pids new) between the sample's start and its end."""
     pids = process.get("worker_pids") or {}
     before, after = pids.get("before"), pids.get("after")
-    if before is None or after is None or before == after:
+    if before is None or after is None:
+        return 0, 0
+    return len(set(before) - set(after)), len(set(after) - set(before))
+
+
+def workers_replaced(process: dict) -> str | None:
+    """A worker process that exited during the sample (it crashed: its supervisor may
+    or may not have replaced it) makes the sample invalid."""
+    gone, new = _worker_changes(process)
+    if not gone:
         return None
-    return (f"worker processes changed during the sample (a worker crashed and was "
-            f"replaced?): {len(set(before) - set(after))} gone, "
-            f"{len(set(after) - set(before))} new")
+    return (f"worker processes exited during the sample (crashed; replaced or not): "
+            f"{gone} gone, {new} new")
+
+
+def workers_added(process: dict) -> str | None:
+    """Workers that appeared during the sample while none exited: no crash, but the
+    server ran with fewer workers for part of the window."""
+    gone, new = _worker_changes(process)
+    if gone or not new:
+        return None
+    return (f"{new} worker process{'es' if new > 1 else ''} appeared during the sample and "
+            f"none exited: fewer workers served the start of the window (still being "
+            f"started, or started on demand)")
 
 
 def memory_growth(resources: dict) -> str | None:
@@ -236,9 +256,7 @@ def judge_sample(sample: dict, threshold: float) -> Verdict:
                     burst_problem(sample, threshold), workers_replaced(process)):
         if problem and verdict.valid:
             verdict.valid, verdict.reason = False, problem
-    growth = memory_growth(sample.get("resources"))
-    if growth:
-        verdict.warnings.append(growth)
-    if uneven:
-        verdict.warnings.append(uneven)
+    for warning in (memory_growth(sample.get("resources")), uneven, workers_added(process)):
+        if warning:
+            verdict.warnings.append(warning)
     return verdict

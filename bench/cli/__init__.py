@@ -1,5 +1,5 @@
 """Command line of run_bench.py: run (default), list, build, serve, verify, compare,
-calibrate, report, history.
+calibrate, report, history, doctor.
 
 Each command is a thin function over the packages below it; exit statuses: 0 all well,
 1 something measured or checked is not ok (or a tool/database failed), 2 bad input
@@ -17,12 +17,13 @@ from bench.core import manifest
 from bench.core.settings import TESTS, SelectionError, Settings, validate
 from bench.infra import databases
 from bench.load import wrk
+from bench.setup import toolchains
 from bench.storage import results
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 COMMANDS = ("run", "list", "serve", "verify", "build", "compare", "calibrate", "report",
-            "history")
+            "history", "doctor")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,7 +41,13 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_server_settings(run)
     arguments.add_databases(run)
 
-    sub.add_parser("list", help="show the servers, their variants and the tests")
+    sub.add_parser("list", help="show the servers, their variants, whether this machine can "
+                                "run them, and the tests")
+    sub.add_parser("doctor", add_help=False,
+                   help="what this machine has of the tools and toolchains the project "
+                        "needs (versions, minimums, OK / missing / too old), which servers "
+                        "are available, and what `make setup` would install; installs "
+                        "nothing (`run_bench.py doctor --help`)")
     build = sub.add_parser("build", help="run the build step of the selected servers' manifests")
     build.add_argument("--servers", type=arguments.csv_list, default=[], metavar="A,B")
     build.add_argument("--servers-dir", action="append", type=Path, default=[])
@@ -75,11 +82,14 @@ def parser() -> argparse.ArgumentParser:
 
 def cmd_list(specs: dict) -> int:
     from tabulate import tabulate
+    unavailable = toolchains.unavailable(specs)
     rows = [[s.id, s.language, ", ".join(s.databases),
-             ", ".join("orm" if o else "raw" for o in s.orm), s.concurrency, s.description]
+             ", ".join("orm" if o else "raw" for o in s.orm), s.concurrency,
+             f"no: {unavailable[s.id]}" if s.id in unavailable else "yes", s.description]
             for s in specs.values()]
     print(tabulate(rows, ["server", "language", "databases", "variants", "concurrency",
-                          "description"], tablefmt="simple"))
+                          "available", "description"], tablefmt="simple",
+                   maxcolwidths=[None, None, None, None, None, 60, 60]))
     print(f"\ntests: {', '.join(TESTS)} (plain and to json run once per server, "
           f"without a database)")
     return 0
@@ -89,8 +99,15 @@ def cmd_build(settings: Settings, specs: dict) -> int:
     from bench.infra.server import ServerError, build
     from bench.paths import CACHE_DIR
     validate(settings, list(specs))
+    unavailable = toolchains.unavailable(specs)
+    from bench.core.plan import check_available
+    check_available(settings.servers, unavailable)
     for server_id in settings.servers or sorted(specs):
         spec = specs[server_id]
+        if server_id in unavailable:
+            print(f"not building {spec.id}: unavailable on this machine: "
+                  f"{unavailable[server_id]}")
+            continue
         if spec.build:
             log = CACHE_DIR / f"build-{spec.id}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -122,11 +139,14 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
             return 0
         print(f"{kind}: {previous[1]} with its stored settings (other selection and load "
               f"flags are not used)")
-    cases = plan(settings, specs, list(available_proxies()))
+    hosts = load_hosts(args.hosts, args.ssh_config)
+    # toolchains are checked where the servers are built; on another machine its own
+    # `make setup` and the preflight's `requires` check stand for it
+    unavailable = {} if hosts.is_remote("server") else toolchains.unavailable(specs)
+    cases = plan(settings, specs, list(available_proxies()), unavailable)
     if not cases:
         print("nothing to run: the selection matches no case", file=sys.stderr)
         return EXIT_USAGE
-    hosts = load_hosts(args.hosts, args.ssh_config)
     if hosts.is_remote("server"):
         # servers listen on their machine's address, where clients and the harness reach them
         settings.host = hosts.specs["server"].address
@@ -137,7 +157,8 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
                 print(f"error: {problem}", file=sys.stderr)
             return 1
         try:
-            run = Run(settings, cases, previous, hosts)
+            run = Run(settings, cases, previous, hosts,
+                      {k: v for k, v in unavailable.items() if not settings.servers})
         except ValueError as exc:          # a stored schedule today's servers cannot give
             raise SelectionError(f"cannot continue {previous[1]}: {exc} (a server added or "
                                  f"removed since?)") from None
@@ -179,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "run")
+    if argv[0] == "doctor":            # its own flags; standard library only
+        from bench.setup import doctor
+        return doctor.main(argv[1:])
     args = parser().parse_args(argv)
     if args.command == "compare":
         return compare.run(args, Settings().results_dir)

@@ -51,6 +51,21 @@ class WorkerCheck:
     match_in: str = "command"          # processes: "command" | "environment"
 
 
+@dataclass(frozen=True)
+class Toolchain:
+    """What builds or runs the server, and the lowest version that can: `go >= 1.26`
+    because go.mod says so. A machine without it leaves the server unavailable, with
+    `reason`, instead of failing its build in the middle of a run.
+
+    `fetches_newer_from`: the lowest version that fetches `minimum` by itself from a
+    registry the project reaches (Go >= 1.21 downloads the toolchain go.mod names from
+    the Go module proxy), so that an older one is still good enough."""
+    command: str
+    minimum: str
+    reason: str
+    fetches_newer_from: str = ""
+
+
 # eq=False: a spec is loaded once per run and compared by identity, which also makes
 # it (and the Variant holding it) hashable despite its dict fields
 @dataclass(frozen=True, eq=False)
@@ -77,6 +92,7 @@ class ServerSpec:
     exemptions: dict = field(default_factory=dict)
     # programs the server needs on PATH beyond its build (checked before a run starts)
     requires: tuple[str, ...] = ()
+    toolchain: Toolchain | None = None
 
     def variants(self) -> list[tuple[str, bool]]:
         """(database, orm) pairs the server supports, in manifest order."""
@@ -170,6 +186,25 @@ def _exemptions(data: dict, path: Path) -> dict:
     return dict(table)
 
 
+def _toolchain(data: dict, path: Path) -> Toolchain | None:
+    table = data.get("toolchain")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ManifestError(f"{path}: [toolchain] must be a table")
+    missing = [k for k in ("command", "minimum", "reason") if not str(table.get(k, ""))]
+    if missing:
+        raise ManifestError(f"{path}: [toolchain] needs {', '.join(missing)} (the command "
+                            f"that builds or runs the server, its lowest working version, "
+                            f"and why that one)")
+    for key in ("minimum", "fetches_newer_from"):
+        if key in table and not re.fullmatch(r"\d+(\.\d+)*", str(table[key])):
+            raise ManifestError(f"{path}: [toolchain] {key} must be a version such as "
+                                f"1.26, not {table[key]!r}")
+    return Toolchain(str(table["command"]), str(table["minimum"]), str(table["reason"]),
+                     str(table.get("fetches_newer_from", "")))
+
+
 def load_manifest(folder: Path) -> ServerSpec:
     path = folder / "manifest.toml"
     try:
@@ -203,6 +238,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         reference=_reference(data, databases, path),
         exemptions=_exemptions(data, path),
         requires=tuple(str(t) for t in data.get("requires", [])),
+        toolchain=_toolchain(data, path),
     )
 
 

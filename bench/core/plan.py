@@ -104,19 +104,26 @@ OPEN_MODEL_GENERATOR = "oha"
 
 
 def plan(settings: Settings, specs: dict[str, ServerSpec],
-         proxies: list[str] = ()) -> list[Case]:
+         proxies: list[str] = (), unavailable: dict[str, str] | None = None) -> list[Case]:
     """Cases in a stable order: per server, DB tests per variant, then the no-DB tests,
     each at every load point. Reference servers (the ceiling) come last, for the no-DB
     tests only and only directly (a proxy in front of the ceiling would measure the proxy
     twice): all of them with `ceiling` when any framework is measured, and any named in
-    `servers`."""
+    `servers`.
+
+    `unavailable` (server id -> why: a missing or too-old toolchain) is left out of "all
+    servers" and of the ceiling; naming one is a SelectionError that gives the reason."""
     validate(settings, list(specs), proxies)
+    unavailable = unavailable or {}
+    check_available(settings.servers, unavailable)
     points = load_points(settings)
-    selected = settings.servers or sorted(s for s in specs if not specs[s].reference)
+    selected = settings.servers or sorted(s for s in specs
+                                          if not specs[s].reference and s not in unavailable)
     frameworks = [s for s in selected if not specs[s].reference]
     references = [s for s in selected if specs[s].reference]
     if settings.ceiling and frameworks:
-        references += [s for s in sorted(specs) if specs[s].reference and s not in references]
+        references += [s for s in sorted(specs) if specs[s].reference and s not in references
+                       and s not in unavailable]
     cases: list[Case] = []
     for server_id in frameworks:
         spec = specs[server_id]
@@ -134,6 +141,14 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
                   for t in NO_DB_TESTS if t in settings.tests for p in direct]
     check_budgets(settings, cases)
     return cases
+
+
+def check_available(named: list[str], unavailable: dict[str, str]) -> None:
+    """Naming a server this machine cannot build or run is bad input, with the reason."""
+    refused = [s for s in named if s in unavailable]
+    if refused:
+        raise SelectionError("; ".join(f"{s} is unavailable on this machine: {unavailable[s]}"
+                                       for s in refused))
 
 
 def check_budgets(settings: Settings, cases: list[Case]) -> None:

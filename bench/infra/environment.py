@@ -144,7 +144,10 @@ def _cargo(folder: Path) -> dict:
         if isinstance(spec, dict) and "path" in spec:
             shared = tomllib.loads((folder / spec["path"] / "Cargo.toml").read_text())
             direct |= set(shared.get("dependencies", {}))
-    lock = tomllib.loads((folder / "Cargo.lock").read_text())
+    # a workspace member's lock file is the workspace's (servers/Cargo.lock)
+    lock_path = next((d / "Cargo.lock" for d in (folder, *folder.parents)
+                      if (d / "Cargo.lock").exists()), folder / "Cargo.lock")
+    lock = tomllib.loads(lock_path.read_text())
     return {p["name"]: p["version"] for p in lock.get("package", []) if p["name"] in direct}
 
 
@@ -175,7 +178,7 @@ def _npm(folder: Path) -> dict:
 
 
 VERSION_SOURCES = (("requirements.txt", _python_requirements),
-                   ("Cargo.lock", _cargo), ("go.mod", _go), ("package-lock.json", _npm))
+                   ("Cargo.toml", _cargo), ("go.mod", _go), ("package-lock.json", _npm))
 
 
 def server_versions(folder: Path) -> dict:

@@ -8,6 +8,7 @@ exactly what the server behind it answers, and is always stopped with its whole 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -21,7 +22,7 @@ import requests
 
 from bench.core.manifest import ManifestError, expand
 from bench.infra.host import LOCAL, LocalHost
-from bench.infra.server import ServerError
+from bench.infra.server import WORKERS_SETTLE_S, ServerError
 from bench.paths import REPO, SERVERS_DIR
 
 PROXIES_DIR = REPO / "proxies"
@@ -44,6 +45,9 @@ class ProxySpec:
     ready_timeout: float = 10.0
     stop_signal: str = "SIGTERM"
     notes: dict = field(default_factory=dict)
+    # a regular expression over its worker processes' command lines: ready means all W of
+    # them exist (as for a server); "" when they cannot be told apart
+    workers_match: str = ""
 
 
 def load_proxy(folder: Path) -> ProxySpec:
@@ -65,7 +69,16 @@ def load_proxy(folder: Path) -> ProxySpec:
     return ProxySpec(name=name, dir=folder.resolve(), description=str(data.get("description", "")),
                      start=tuple(start), env={k: str(v) for k, v in data.get("env", {}).items()},
                      ready_timeout=float(data.get("ready_timeout", 10)),
-                     stop_signal=stop_signal, notes=data.get("notes", {}))
+                     stop_signal=stop_signal, notes=data.get("notes", {}),
+                     workers_match=_workers_match(data.get("workers_match", ""), path))
+
+
+def _workers_match(text, path: Path) -> str:
+    try:
+        re.compile(str(text))
+    except re.error as exc:
+        raise ManifestError(f"{path}: workers_match {text!r}: {exc}") from exc
+    return str(text)
 
 
 def available_proxies(proxies_dir: Path = PROXIES_DIR) -> dict[str, ProxySpec]:
@@ -90,6 +103,12 @@ class RunningProxy:
         for p in self.host.tree(self.proc.pid):
             self._seen.setdefault(p.pid, p)
         return [p.pid for p in self.host.running(self._seen.values(), zombies=False)]
+
+    def workers(self) -> int:
+        """Worker processes running now, as the spec's workers_match tells them apart."""
+        pattern = re.compile(self.spec.workers_match)
+        return sum(1 for p in self.host.tree(self.proc.pid)[1:]
+                   if pattern.search(self.host.command_line(p)))
 
     def stop(self, grace: float = STOP_GRACE_S) -> float:
         """The spec's stop signal to the process group, SIGKILL to whatever is left after
@@ -188,6 +207,7 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
     try:
         with requests.Session() as session:
             _wait_ready(running, session, expected, log_path)
+        _wait_workers(running, workers)
         yield running
     finally:
         running.stop()
@@ -211,6 +231,21 @@ def _wait_ready(running: RunningProxy, session: requests.Session, expected: tupl
                      f"like its upstream {running.upstream_url} within {spec.ready_timeout:.0f} s "
                      f"(upstream: HTTP {expected[0]} {expected[1]!r}; proxy, last: {last})",
                      log_path)
+
+
+def _wait_workers(running: RunningProxy, workers: int) -> None:
+    """Until all W workers exist (a worker nginx forks answers /ping/ before its siblings
+    exist or carry their title), for at most WORKERS_SETTLE_S; a proxy short of workers
+    after that is measured as it is, its processes in the resources as always."""
+    if not running.spec.workers_match:
+        return
+    deadline = time.monotonic() + WORKERS_SETTLE_S
+    while running.workers() < workers and time.monotonic() < deadline:
+        if running.proc.poll() is not None:
+            raise ProxyError(f"the {running.spec.name} proxy exited with code "
+                             f"{running.proc.returncode} while its workers started")
+        time.sleep(0.02)
+    running.pids()
 
 
 def _wait_port_free(host: LocalHost, listen_host: str, port: int, timeout: float = 5.0) -> None:

@@ -1,5 +1,5 @@
 """A server's life: build it, start it from its manifest, wait until it is the server we
-asked for, list its processes, stop its whole process group."""
+asked for with all its workers, list its processes, stop its whole process group."""
 from __future__ import annotations
 
 import re
@@ -95,6 +95,12 @@ def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path,
     return done.wall_s
 
 
+# Workers of a multi-process server start in parallel after the first one answers
+# /ping/; a few seconds covers every server here (they take well under one). Past it,
+# readiness stops waiting for a census that does not reach W (the workers check says so).
+WORKERS_SETTLE_S = 5.0
+
+
 class ServerProcess:
     """One started server (a process group). Use as a context manager: always stopped."""
 
@@ -153,24 +159,35 @@ class ServerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def wait_ready(self, timeout: float | None = None) -> float:
-        """Until GET /ping/ answers as *this* server; a stray process on the port never counts."""
+    def wait_ready(self, timeout: float | None = None,
+                   settle_s: float = WORKERS_SETTLE_S) -> float:
+        """Until GET /ping/ answers as *this* server (a stray process on the port never
+        counts) and its worker census shows all W workers; returns seconds.
+
+        /ping/ alone is not enough: one worker (or the master) answers it while the
+        others are still being forked or still carry their parent's name, and a sample
+        that began then saw a worker "appear". The census is polled until it shows W,
+        for at most `settle_s` (bounded by the manifest's ready_timeout) after /ping/
+        answered; a server that never shows W is returned as ready all the same, so
+        that verification's workers check reports the count it found."""
         timeout = timeout or self.spec.ready_timeout
         start = time.monotonic()
+        self._wait_ping(start, timeout)
+        self._wait_workers(time.monotonic() + min(settle_s, timeout))
+        return time.monotonic() - start
+
+    def _wait_ping(self, start: float, timeout: float) -> None:
         expected = {"server": self.spec.id, "database": self.variant.database,
                     "orm": self.variant.orm}
         last = "no answer"
         with requests.Session() as session:
             while time.monotonic() - start < timeout:
-                if not self.alive():
-                    self.fetch_log()
-                    raise ServerError(f"{self.spec.id} exited with code {self.proc.returncode} "
-                                      f"before it was ready", self.log_path)
+                self._raise_if_exited()
                 try:
                     r = session.get(f"{self.base_url}/ping/", timeout=1)
                     body = r.json() if r.status_code == 200 else None
                     if body == expected:
-                        return time.monotonic() - start
+                        return
                     last = f"HTTP {r.status_code} {r.text[:200]!r}"
                 except (requests.RequestException, ValueError) as exc:
                     last = type(exc).__name__
@@ -178,6 +195,35 @@ class ServerProcess:
         self.fetch_log()
         raise ServerError(f"{self.spec.id} was not ready after {timeout:.0f}s (GET /ping/ must "
                           f"answer {expected}; last: {last})", self.log_path)
+
+    def _wait_workers(self, deadline: float) -> None:
+        """Until the census shows W workers, or `deadline` (then the count is left to
+        the workers check); at once for workers that cannot be counted."""
+        want = self.settings.workers
+        while True:
+            self._raise_if_exited()
+            seen, _ = self.worker_census()
+            if seen is None or seen == want or time.monotonic() >= deadline:
+                return
+            time.sleep(0.02)
+
+    def _raise_if_exited(self) -> None:
+        if not self.alive():
+            self.fetch_log()
+            raise ServerError(f"{self.spec.id} exited with code {self.proc.returncode} "
+                              f"before it was ready", self.log_path)
+
+    def worker_census(self) -> tuple[int | None, str]:
+        """(workers seen now, what was counted) as the manifest's [workers] table
+        describes them; None when the manifest says they cannot be counted from outside."""
+        check = self.spec.worker_check
+        if check.count == "processes":
+            workers = self.worker_processes()
+            return len(workers), \
+                f"worker processes (pids {', '.join(str(p.pid) for p in workers)})"
+        if check.count == "threads":
+            return len(self.worker_threads()), f"worker threads named /{check.match}/"
+        return None, check.reason
 
     def _refresh_tree(self) -> list[ProcessRef]:
         for p in self.host.tree(self.proc.pid):

@@ -260,7 +260,17 @@ def header_sentence(doc: dict) -> str:
             f"{', preset ' + s['preset'] if s.get('preset') else ''}"
             f"{'; databases: ' + dbs + (' (' + mode + ')') if dbs else ''}; "
             f"commit {commit}{dirty}; run {doc['run_id']}, status {doc['status']}."
-            + placement_sentence(load) + connections_sentence(doc))
+            + placement_sentence(load) + connections_sentence(doc)
+            + unavailable_sentence(doc))
+
+
+def unavailable_sentence(doc: dict) -> str:
+    """Servers a run of "all servers" left out because the machine lacked their toolchain."""
+    left_out = doc.get("unavailable") or {}
+    if not left_out:
+        return ""
+    return " Not measured, unavailable on this machine: " + "; ".join(
+        f"{server} ({why})" for server, why in sorted(left_out.items())) + "."
 
 
 def load_phrase(load: dict) -> str:

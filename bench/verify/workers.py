@@ -3,7 +3,10 @@
 Every server is given the same W (`--workers`); one that starts fewer (a worker that
 crashed at start-up, a setting it ignores) would be compared unfairly and nobody would
 know. The manifest's [workers] table says what a worker looks like from outside
-(`bench.core.manifest.WorkerCheck`): a descendant process, or a named thread.
+(`bench.core.manifest.WorkerCheck`): a descendant process, or a named thread. The count
+itself is the server's census (`ServerProcess.worker_census`), which readiness
+(`ServerProcess.wait_ready`) has already waited on: by the time this runs, a server that
+shows fewer or more than W is not still starting them.
 """
 from __future__ import annotations
 
@@ -11,31 +14,17 @@ import time
 
 from bench.verify.contract import Check
 
-# Workers of a multi-process server start in parallel after the first one answers
-# /ping/; a few seconds covers every server here (they take well under one).
-SETTLE_S = 5.0
 
-
-def count(server) -> tuple[int | None, str]:
-    """(workers seen now, what was counted); None when the manifest says it cannot be."""
-    check = server.spec.worker_check
-    if check.count == "processes":
-        workers = server.worker_processes()
-        return len(workers), f"worker processes (pids {', '.join(str(p.pid) for p in workers)})"
-    if check.count == "threads":
-        return len(server.worker_threads()), f"worker threads named /{check.match}/"
-    return None, check.reason
-
-
-def check_workers(server, settle_s: float = SETTLE_S) -> Check:
-    """Passes when exactly W workers are seen within `settle_s` of readiness."""
+def check_workers(server, settle_s: float = 0.0) -> Check:
+    """Passes when exactly W workers are seen; `settle_s` keeps counting that much longer
+    for a census that is not W yet (e.g. after a load, for a replaced worker)."""
     want = server.settings.workers
     deadline = time.monotonic() + settle_s
     while True:
-        seen, what = count(server)
+        seen, what = server.worker_census()
         if seen is None:
             return Check("workers", False, f"not counted: {what}", severity="warning")
-        if seen == want or time.monotonic() > deadline:
+        if seen == want or time.monotonic() >= deadline:
             break
         time.sleep(0.1)
     if seen == want:

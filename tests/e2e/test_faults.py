@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from bench.storage import results
-from tests.e2e.test_run_bench import FIXTURES, PORTS, REPO, port_is_free, run_bench
+from tests.e2e.test_run_bench import FIXTURES, PORTS, REPO, load_running, port_is_free, run_bench
 
 pytestmark = pytest.mark.e2e
 OUR_PORTS = ("19081", "19082", "16433", "14307")
@@ -43,7 +43,9 @@ def run_processes() -> list[psutil.Process]:
 
 
 def nothing_left() -> None:
-    deadline = time.monotonic() + 10
+    # the harness has exited: what it stopped is on its way out (a busy machine may take
+    # a few seconds to reap it); what it forgot stays, and is named below
+    deadline = time.monotonic() + 30
     while run_processes() and time.monotonic() < deadline:
         time.sleep(0.2)
     left = [(p.pid, " ".join(p.cmdline())[:120]) for p in run_processes()]
@@ -77,6 +79,23 @@ class Harness:
             time.sleep(0.05)
         self.proc.kill()
         pytest.fail(f"never saw {text!r}; output:\n{''.join(self.lines)[-3000:]}")
+
+    def build_running(self, argv: list[str], timeout: float = 60) -> bool:
+        """Waits until the harness runs `argv` (a build step) as one of its descendants."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                children = psutil.Process(self.proc.pid).children(recursive=True)
+            except psutil.Error:
+                return False
+            for child in children:
+                try:
+                    if child.cmdline() == argv:
+                        return True
+                except psutil.Error:
+                    continue
+            time.sleep(0.05)
+        return False
 
     def finish(self, timeout: float = 90) -> int:
         code = self.proc.wait(timeout=timeout)
@@ -119,7 +138,7 @@ def test_a_signal_during_the_build_and_a_second_one_during_cleanup(tmp_path):
                   "--no-ceiling", "--repeat", "1", "--duration", "1", "--results-dir",
                   str(tmp_path))
     run.wait_for("building slow_build")
-    time.sleep(0.5)
+    assert run.build_running(["sleep", "60"]), run.output[-3000:]
     run.proc.send_signal(signal.SIGTERM)
     assert run.finish() == 130, run.output[-3000:]
     assert stored(tmp_path)["status"] == "interrupted"
@@ -191,7 +210,8 @@ def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_nex
                   "--orm", "raw", "--repeat", "3", "--duration", "3", "--warmup", "0",
                   "--no-ceiling", "--results-dir", str(tmp_path))
     run.wait_for("[1/3] actix-web/postgres/raw/get_user@c64 round 1: measure")
-    time.sleep(1.0)
+    # killed while wrk loads the first sample (--warmup 0: its wrk is the measured one)
+    assert load_running(alive=lambda: run.proc.poll() is None), run.output[-3000:]
     victim = postmaster("16433")
     assert victim is not None, "no local PostgreSQL on port 16433"
     victim.kill()
@@ -213,7 +233,8 @@ def test_a_server_killed_mid_run_fails_its_sample_and_the_suite_goes_on(tmp_path
                   "--results-dir", str(tmp_path))
     run.wait_for("[1/2]")
     run.wait_for(": measure")
-    time.sleep(1.0)
+    # killed while wrk loads the first case (--warmup 0: its wrk is the measured one)
+    assert load_running(alive=lambda: run.proc.poll() is None), run.output[-3000:]
     servers = [p for p in run_processes() if p.name().startswith("webbench-actix")]
     assert servers
     for proc in servers:

@@ -63,9 +63,14 @@ def test_client_server_and_database_on_three_hosts(netns_testbed, tmp_path):
                   "--repeat", "1", "--duration", "2", "--warmup", "0", "--no-ceiling",
                   "--order-seed", "2", "--results-dir", str(tmp_path / "results"))
     run.wait_for("actix-web/postgres/raw/get_user@c64 round 1: measure")
-    time.sleep(0.8)
     inode = {role: node.net_inode() for role, node in bed.nodes.items()}
-    wrk = where(lambda cmd, p: cmd.startswith(("wrk ", "/usr/bin/wrk ")) and "19081" in cmd)
+    # wrk is started on the client host through its agent: found once it runs
+    deadline = time.monotonic() + 60
+    while True:
+        wrk = where(lambda cmd, p: cmd.startswith(("wrk ", "/usr/bin/wrk ")) and "19081" in cmd)
+        if wrk or time.monotonic() > deadline or run.proc.poll() is not None:
+            break
+        time.sleep(0.05)
     servers = where(lambda cmd, p: server_env(p))
     postgres = where(lambda cmd, p: "postgres" in cmd and "-p 16433" in cmd)
     assert wrk and set(wrk.values()) == {inode["client"]}, (wrk, inode)

@@ -1,6 +1,7 @@
 """Provisioning and restoring against real PostgreSQL and MariaDB servers: starting,
 stopping whatever is left of a server, noticing a dead one and restarting it, bounded
 lock waits, and no password in any message."""
+import contextlib
 import os
 import shutil
 import signal
@@ -297,6 +298,17 @@ def hold_users_lock(ep):
     return conn, str(conn.thread_id())
 
 
+def truncate_waits(ep) -> bool:
+    """Whether a session's TRUNCATE of `users` is waiting for a lock now."""
+    if ep.engine == "postgres":
+        sql = ("SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+               "AND upper(left(query, 8)) = 'TRUNCATE'")
+    else:
+        sql = ("SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+               "WHERE UPPER(LEFT(INFO, 8)) = 'TRUNCATE' AND LOCATE('lock', STATE) > 0")
+    return db.scalar(ep, sql) > 0
+
+
 def test_restore_gives_up_when_another_session_holds_users(endpoint):
     holder, holder_id = hold_users_lock(endpoint)
     try:
@@ -388,29 +400,48 @@ def test_restore_gives_up_on_a_server_that_stops_answering(own_provider, monkeyp
     holder, _ = hold_users_lock(ep)      # TRUNCATE waits: time to freeze the server
     frozen = []
 
+    restoring = threading.Event()
+
     def freeze():
-        time.sleep(0.5)
+        # frozen once the restore's TRUNCATE waits for the lock (connected, its timeouts
+        # set): the bounds it then runs out of are the server's own, never enforced
+        while not restoring.is_set() and not truncate_waits(ep):
+            time.sleep(0.02)
+        if restoring.is_set():
+            return
         for pid in prov.pids(ep.engine):
-            proc = psutil.Process(pid)
-            proc.suspend()
+            try:          # the backend of truncate_waits' own session may be exiting
+                proc = psutil.Process(pid)
+                proc.suspend()
+            except psutil.NoSuchProcess:
+                continue
             frozen.append(proc)
     freezer = threading.Thread(target=freeze)
     freezer.start()
     try:
         t0 = time.monotonic()
-        with pytest.raises(db.RestoreBlocked, match="got no answer within 2.5 s") as caught:
-            db.restore(ep, lock_timeout_s=10, statement_timeout_s=2)
+        try:
+            with pytest.raises(db.RestoreBlocked, match="got no answer within 2.5 s") as caught:
+                db.restore(ep, lock_timeout_s=10, statement_timeout_s=2)
+        finally:
+            restoring.set()
         took = time.monotonic() - t0
         print(f"{ep.engine}: {took:.2f} s: {caught.value}")
         assert 2.5 <= took < 5
     finally:
         freezer.join()
         for proc in frozen:
-            proc.resume()
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.resume()
         holder.close()
     # the wrapper (runuser) stopped itself when its child was stopped: stop() is not
-    # held up by it
+    # held up by it; continued, it exits with the server (held up, it would be killed)
+    wrapper = prov.server(ep.engine).proc
     t0 = time.monotonic()
     assert prov.stop() == []
-    assert time.monotonic() - t0 < 5
+    took = time.monotonic() - t0
+    print(f"{ep.engine}: stop after the freeze took {took:.2f} s, "
+          f"wrapper exit {wrapper.returncode}")
+    assert wrapper.returncode is not None and wrapper.returncode != -signal.SIGKILL
+    assert took < provision.STOP_TIMEOUT_S
     assert_gone(prov, ep.port)

@@ -128,10 +128,25 @@ def test_upstream_connections_are_kept_alive_and_reused(upstream, tmp_path):
     assert seen[0] & seen[-1] and len(seen[-1]) <= WORKERS, (seen, log_tail(tmp_path / "proxy.log"))
 
 
+def cmdline(pid: int) -> str:
+    try:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return ""
+
+
 def test_the_proxy_runs_w_workers_and_is_gone_after_the_context(upstream, tmp_path):
     with start_proxy(tmp_path / "proxy.log") as proxy:
-        pids = proxy.pids()
-        names = [" ".join(psutil.Process(p).cmdline()) for p in pids]
+        # ready is when /ping/ answers through it: a worker forked by then may still carry
+        # its master's title for a moment, so the workers are counted once renamed
+        deadline = time.monotonic() + 10
+        while True:
+            pids = proxy.pids()
+            names = [cmdline(p) for p in pids]
+            if sum("nginx: worker process" in n for n in names) == WORKERS or \
+                    time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         assert sum("nginx: worker process" in n for n in names) == WORKERS, names
         assert sum("nginx: master process" in n for n in names) == 1, names
     for pid in pids:

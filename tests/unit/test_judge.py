@@ -135,18 +135,52 @@ def test_a_worker_holding_twice_its_share_of_connections_is_warned_about():
     assert judge.spread_warning({"client_connections": {"total": 64, "per_worker": None}}) is None
 
 
-def test_stress_checks_burst_errors_replaced_workers_and_memory_growth():
+def test_stress_checks_burst_errors_and_memory_growth():
     from bench.analysis import judge as j
     from tests.unit.conftest import summary
     sample = {"burst": {"seconds": 5, "summary": summary(1000, 1.0, errors=50)}}
     assert "5 s burst of new connections after the window: 0.50% of requests failed" in \
         j.burst_problem(sample, 0.001)
     assert j.burst_problem({"burst": {"seconds": 5, "summary": summary(1000, 1.0)}}, 0.001) is None
-    assert j.workers_replaced({"worker_pids": {"before": [1, 2], "after": [1, 3]}}) == (
-        "worker processes changed during the sample (a worker crashed and was replaced?): "
-        "1 gone, 1 new")
-    assert j.workers_replaced({"worker_pids": {"before": [1, 2], "after": [1, 2]}}) is None
     grew = {"server": {"memory_first_mb": 100.0, "memory_last_mb": 160.0}}
     assert "from 100 MiB in the first quarter of the window to 160 MiB" in j.memory_growth(grew)
     assert j.memory_growth({"server": {"memory_first_mb": 100.0, "memory_last_mb": 105.0}}) is None
     assert j.memory_growth({"server": {"memory_first_mb": 4.0, "memory_last_mb": 9.0}}) is None
+
+
+def worker_sample(before, after):
+    return {"summary": summary(1000, 64.0), "resources": {},
+            "wrk": {"connections": 64, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
+            "server_process": {"worker_pids": {"before": before, "after": after}}}
+
+
+def test_the_same_worker_pids_before_and_after_is_valid():
+    v = judge.judge_sample(worker_sample([1, 2], [2, 1]), 0.001)
+    assert v.valid and v.warnings == []
+    assert judge.workers_replaced({"worker_pids": {"before": [1, 2], "after": [1, 2]}}) is None
+    assert judge.workers_added({"worker_pids": {"before": [1, 2], "after": [1, 2]}}) is None
+    # uncounted (threads, none): nothing to say
+    assert judge.judge_sample(worker_sample(None, None), 0.001).valid
+
+
+def test_a_worker_gone_and_one_new_is_a_replaced_crash():
+    v = judge.judge_sample(worker_sample([1, 2], [1, 3]), 0.001)
+    assert not v.valid and v.reason == (
+        "worker processes exited during the sample (crashed; replaced or not): 1 gone, 1 new")
+
+
+def test_a_worker_gone_and_none_new_is_a_crash():
+    v = judge.judge_sample(worker_sample([1, 2, 3], [1]), 0.001)
+    assert not v.valid and v.reason == (
+        "worker processes exited during the sample (crashed; replaced or not): 2 gone, 0 new")
+
+
+def test_a_worker_that_appears_while_none_is_gone_is_a_warning_not_a_crash():
+    v = judge.judge_sample(worker_sample([1, 2, 3], [1, 2, 3, 4]), 0.001)
+    assert v.valid and v.reason is None
+    assert v.warnings == ["1 worker process appeared during the sample and none exited: "
+                          "fewer workers served the start of the window (still being started, "
+                          "or started on demand)"]
+    assert judge.workers_replaced(worker_sample([1], [1, 2, 3])["server_process"]) is None
+    assert judge.workers_added(worker_sample([1], [1, 2, 3])["server_process"]).startswith(
+        "2 worker processes appeared")
