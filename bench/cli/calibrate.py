@@ -8,16 +8,19 @@ import sys
 from bench.analysis import compare
 from bench.core.plan import plan
 from bench.core.settings import Settings
+from bench.setup import toolchains
 from bench.storage import calibration
 
 
 def calibrate(settings: Settings, specs: dict) -> int:
     from bench.runner import Run
-    cases = plan(settings, specs)
+    unavailable = toolchains.unavailable(specs)
+    cases = plan(settings, specs, unavailable=unavailable)
     docs = []
     for attempt in (1, 2):
         print(f"calibration run {attempt} of 2", flush=True)
-        doc = Run(settings, cases).execute()
+        doc = Run(settings, cases, unavailable=unavailable if not settings.servers else {}) \
+            .execute()
         if doc["status"] != "complete":
             print(f"calibration stopped: run {doc['run_id']} is {doc['status']}", file=sys.stderr)
             return 130 if doc["status"] == "interrupted" else 1

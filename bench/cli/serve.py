@@ -6,12 +6,13 @@ import shlex
 import time
 
 from bench.core.manifest import BudgetError, ServerSpec
-from bench.core.plan import Variant
+from bench.core.plan import Variant, check_available
 from bench.core.settings import SelectionError, Settings
 from bench.infra import databases
 from bench.infra.lifecycle import running_server
 from bench.infra.server import ServerError, build, db_budget
 from bench.infra.signals import sigterm_as_interrupt
+from bench.setup import toolchains
 from bench.paths import CACHE_DIR
 
 
@@ -35,6 +36,7 @@ def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, data
           orm: bool) -> int:
     if server_id not in specs:
         raise SelectionError(f"unknown server {server_id!r}; valid: {', '.join(sorted(specs))}")
+    check_available([server_id], toolchains.unavailable({server_id: specs[server_id]}))
     spec = specs[server_id]
     if database != "none" and (database, orm) not in spec.variants():
         valid = ", ".join(f"--db {d}{' --orm' if o else ''}" for d, o in spec.variants())

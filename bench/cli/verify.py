@@ -13,12 +13,13 @@ from bench.infra import databases
 from bench.infra.lifecycle import running_server
 from bench.infra.server import ServerError, build
 from bench.infra.signals import sigterm_as_interrupt
+from bench.setup import toolchains
 from bench.storage import results
 from bench.verify import verifier
 
 
 def verify_selection(settings: Settings, specs: dict[str, ServerSpec]) -> int:
-    cases = plan(settings, specs)
+    cases = plan(settings, specs, unavailable=toolchains.unavailable(specs))
     variants = list(dict.fromkeys(c.variant for c in cases))
     if not variants:
         raise SelectionError("the selection matches no server variant")
