@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None, find=probe.find) -> int:
     setup_plan = plan.make_plan(purposes, rows, specs, find=cached)
     actions = what_setup_would_do(states, setup_plan)
     print("\nWhat `make setup` would do:" if actions else
-          "\n`make setup` has nothing to install.")
+          "\n`make setup` would install nothing" + (" (what is missing, it cannot install):"
+                                                     if setup_plan.notes else "."))
     for action in actions:
         print(f"  {action}")
     for note in setup_plan.notes:
