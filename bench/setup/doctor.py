@@ -38,10 +38,9 @@ def tool_rows(rows: list[packages.Requirement], specs: dict, find) -> tuple[list
         found = find(row.tool)
         minimum, why = row.minimum, row.why
         if row.per_manifest:
-            minimum, users = plan.effective_minimum(row.tool, specs)
-            declared = toolchains.minimums(specs).get(row.tool)
-            if declared and declared[0] != minimum:
-                why = f"{why} (servers declare >= {declared[0]}; >= {minimum} fetches it)"
+            minimum, declared, _ = plan.effective_minimum(row.tool, specs)
+            if declared and declared != minimum:
+                why = f"{why} (servers declare >= {declared}; >= {minimum} fetches it)"
         state = status(found, minimum)
         where = "-" if not found.present else \
             f"{found.version} ({found.path})" if found.version else found.path

@@ -48,19 +48,29 @@ def choose(alternatives: tuple[str, ...], has=apt_has) -> str:
     return next((p for p in alternatives if has(p)), alternatives[0])
 
 
-def effective_minimum(command: str, specs: dict) -> tuple[str | None, list[str]]:
-    """The lowest version of a toolchain that every server using it accepts, and those
-    servers (a version that fetches the newer one itself counts)."""
-    lowest, users = None, []
+def effective_minimum(command: str, specs: dict) -> tuple[str | None, str | None, list[str]]:
+    """For a toolchain: the lowest version every server using it accepts (a version that
+    fetches the newer one itself counts), the highest minimum they declare, and those
+    servers."""
+    accepted = declared = None
+    users = []
     for spec in specs.values():
         chain = spec.toolchain
         if chain is None or chain.command != command:
             continue
         accepts = chain.fetches_newer_from or chain.minimum
-        if lowest is None or probe.version_tuple(accepts) > probe.version_tuple(lowest):
-            lowest = accepts
+        if accepted is None or probe.version_tuple(accepts) > probe.version_tuple(accepted):
+            accepted = accepts
+        if declared is None or \
+                probe.version_tuple(chain.minimum) > probe.version_tuple(declared):
+            declared = chain.minimum
         users.append(spec.id)
-    return lowest, users
+    return accepted, declared, users
+
+
+def _what_is_there(row: packages.Requirement, found: probe.Found) -> str:
+    return f"{row.tool} {found.version} is too old" if found.present else \
+        f"{row.tool} is not installed"
 
 
 def make_plan(purposes: tuple[str, ...], rows: list[packages.Requirement], specs: dict,
@@ -76,16 +86,14 @@ def make_plan(purposes: tuple[str, ...], rows: list[packages.Requirement], specs
                 plan.install.append(choose(row.packages, lambda p: candidate(p) is not None))
             continue
         # apt-if-new-enough: only a toolchain the distribution has in a version that works
-        minimum, users = effective_minimum(row.tool, specs) if row.per_manifest \
-            else (row.minimum, [])
+        minimum, _, users = effective_minimum(row.tool, specs) if row.per_manifest \
+            else (row.minimum, None, [])
         if found.present and probe.at_least(found.version, minimum):
             continue
         servers = f"{', '.join(users)} will be unavailable" if users else \
             "what needs it will be unavailable"
         if row.source == "bring":
-            have = f"{row.tool} {found.version} is too old" if found.present else \
-                f"{row.tool} is not installed"
-            plan.notes.append(f"{have} (needs >= {minimum}; {row.why}): {servers} until it is "
+            plan.notes.append(f"{_what_is_there(row, found)} (needs >= {minimum}; {row.why}): {servers} until it is "
                               f"installed (README, Prerequisites)")
             continue
         package = choose(row.packages, lambda p: candidate(p) is not None)
@@ -95,11 +103,9 @@ def make_plan(purposes: tuple[str, ...], rows: list[packages.Requirement], specs
                      probe.version_tuple(found.version or "0")):
             plan.install.append(package)
             continue
-        have = f"{row.tool} {found.version} is too old" if found.present else \
-            f"{row.tool} is not installed"
         offer = f"the distribution's {package} is {offered}" if offered else \
             f"the distribution has no {package}"
-        plan.notes.append(f"{have} and {offer} (needs >= {minimum}): {servers} until a "
+        plan.notes.append(f"{_what_is_there(row, found)} and {offer} (needs >= {minimum}): {servers} until a "
                           f"newer {row.tool} is installed (README, Prerequisites)")
     plan.install = list(dict.fromkeys(plan.install))
     return plan

@@ -62,16 +62,3 @@ def unavailable(specs: dict[str, ServerSpec], find: Finder = probe.find) -> dict
             out[server_id] = problem
     return out
 
-
-def minimums(specs: dict[str, ServerSpec]) -> dict[str, tuple[str, list[str]]]:
-    """command -> (the highest minimum any server declares, the servers declaring it)."""
-    out: dict[str, tuple[str, list[str]]] = {}
-    for spec in specs.values():
-        chain = spec.toolchain
-        if chain is None:
-            continue
-        minimum, users = out.get(chain.command, ("0", []))
-        if probe.version_tuple(chain.minimum) > probe.version_tuple(minimum):
-            minimum = chain.minimum
-        out[chain.command] = (minimum, [*users, spec.id])
-    return out
