@@ -27,7 +27,11 @@ from bench.load import oha, wrk
 from bench.report import formats, html, tables
 from bench.report.progress import Display
 from bench.storage import results
-from bench.storage.resume import TO_MEASURE
+from bench.storage.case import CaseRecord
+from bench.storage.document import (BuildRecord, LoadLevel, LoadRecord, OpenModel, Placement,
+                                    RunRecord, Schedule, ServerInfo)
+from bench.storage.sample import (BurstRecord, GeneratorRecord, SampleRecord,
+                                  ServerProcessRecord, WorkerPids)
 from bench.verify import verifier
 
 WARMUP_SEED_OFFSET = 1_000_003
@@ -57,27 +61,19 @@ def expected_distinct_rows(requests: int, rows: int = dataset.ROW_COUNT) -> floa
     return rows * (1 - (1 - 1 / rows) ** requests)
 
 
-def blank_sample(index: int, rnd: int) -> dict:
-    return {"index": index, "round": rnd, "status": results.PENDING, "reason": None,
-            "warnings": [], "started_at": None, "summary": None, "warmup": None,
-            "error_rate": None, "wrk": None, "resources": None, "server_process": None,
-            "checks": {}, "overhead_s": {}, "log": None}
-
-
-def blank_case(case: Case, repeat: int) -> dict:
+def case_record(case: Case, repeat: int) -> CaseRecord:
+    """A case of a new run, its `repeat` samples pending."""
     v = case.variant
-    return {"id": case.id, "key": case.key(), "server": v.server.id, "database": v.database,
-            "orm": v.orm, "test": case.test, "status": results.PENDING, "reason": None,
-            "warnings": [], "stats": None,
-            "samples": [blank_sample(i, i) for i in range(repeat)]}
+    return CaseRecord.pending(case.id, case.key(), v.server.id, v.database, v.orm, case.test,
+                              repeat)
 
 
 class Run:
     def __init__(self, settings: Settings, cases: list[Case],
-                 previous: tuple[dict, Path] | None = None, hosts: Hosts | None = None,
+                 previous: tuple[RunRecord, Path] | None = None, hosts: Hosts | None = None,
                  unavailable: dict[str, str] | None = None):
-        """A new run of `cases`, or (`previous`: a stored document and its folder, as
-        prepared by bench.storage.resume) the continuation of a stored one, whose samples
+        """A new run of `cases`, or (`previous`: a stored run and its folder, as prepared
+        by bench.cli.resume) the continuation of a stored one, whose samples
         still pending or interrupted are measured into the same document. `unavailable`:
         the servers left out because this machine lacks their toolchain, with why (stored,
         so the tables say it)."""
@@ -90,18 +86,19 @@ class Run:
         self.db_host = self.hosts.for_role("database")
         if previous is not None:
             self.doc, self.run_dir = previous
-            settings.order_seed = self.doc["schedule"]["order_seed"]
+            settings.order_seed = self.doc.schedule.order_seed
         elif settings.order_seed is None:
             settings.order_seed = random.SystemRandom().randrange(2**31)
         self.samples: list[Sample] = schedule(cases, settings.repeat, settings.order_seed)
         order = [f"{s.case.id}#{s.index}" for s in self.samples]
         if previous is None:
             self._new_document(order)
-        elif order != self.doc["schedule"]["order"]:
+        elif order != self.doc.schedule.order:
             raise ValueError("the stored schedule differs from the one its settings give")
-        self.run_id = self.doc["run_id"]
+        self.run_id = self.doc.run_id
         self.logs = self.run_dir / "logs"
-        self.records = {c["id"]: c for c in self.doc["cases"]}
+        self.records = {c.id: c for c in self.doc.cases}
+        self.stored: dict = {}         # the document as last saved (what readers read)
         self.endpoints: dict[str, db.Endpoint] = {}
         self.provider = None
         self.build_errors: dict[str, str] = {}
@@ -115,21 +112,21 @@ class Run:
     def _new_document(self, order: list[str]) -> None:
         settings, cases = self.settings, self.cases
         run_id = results.new_run_id()
-        self.doc = results.new_document(run_id, settings.public(), environment.environment(),
-                                        self._load_record())
-        if self.unavailable:
-            self.doc["unavailable"] = self.unavailable
-        machine = self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])
+        env = environment.environment()
+        machine = env["machine_id"] = environment.fingerprint(env)
         self.run_dir = results.run_dir(settings.results_dir, machine, run_id)
         specs = {c.variant.server.id: c.variant.server for c in cases}
-        self.doc["servers"] = {sid: {"description": s.description, "language": s.language,
-                                     "concurrency": s.concurrency, "reference": s.reference,
-                                     "versions": environment.server_versions(s.dir)}
-                               for sid, s in specs.items()}
-        self.doc["cases"] = [blank_case(c, settings.repeat) for c in cases]
-        self.doc["schedule"] = {"order_seed": settings.order_seed, "rounds": settings.repeat,
-                                "order": order}
-        self.doc["topology"] = topology.record(self.hosts)
+        servers = {sid: ServerInfo(description=s.description, language=s.language,
+                                   concurrency=s.concurrency, reference=s.reference,
+                                   versions=environment.server_versions(s.dir))
+                   for sid, s in specs.items()}
+        self.doc = RunRecord.new(
+            run_id=run_id, settings=settings.public(), environment=env,
+            load=self._load_record(), servers=servers,
+            cases=[case_record(c, settings.repeat) for c in cases],
+            schedule=Schedule(order_seed=settings.order_seed, rounds=settings.repeat,
+                              order=order),
+            topology=topology.record(self.hosts), unavailable=self.unavailable)
 
     def wrk_load(self, load: LoadParams, seed: int) -> wrk.LoadSettings:
         """What wrk runs for a case's load parameters (threads: --threads, or the default
@@ -140,31 +137,32 @@ class Run:
                                 timeout_s=s.timeout, seed=seed, token=s.token,
                                 connection_close=load.connection_mode == "close")
 
-    def _load_record(self) -> dict:
+    def _load_record(self) -> LoadRecord:
         """The load generators as they will run: per connection level, the threads and the
         connections wrk really opens; the first level also at the top, as before sweeps."""
         s = self.settings
         levels = [self.wrk_load(LoadParams(c), s.seed) for c in s.levels]
         tools = environment.tools()
-        record = {"generator": "wrk", "version": tools["wrk"], "threads": levels[0].threads,
-                  "connections": levels[0].open_connections,
-                  "connections_requested": levels[0].connections,
-                  "levels": [{"connections": w.open_connections, "threads": w.threads,
-                              "connections_requested": w.connections} for w in levels],
-                  "connection_modes": list(s.connection_modes), "behind": list(s.behind),
-                  "placement": {side: s.cpus(side) for side in ("server", "client", "db")}}
+        record = LoadRecord(
+            generator="wrk", version=tools["wrk"], threads=levels[0].threads,
+            connections=levels[0].open_connections, connections_requested=levels[0].connections,
+            levels=[LoadLevel(connections=w.open_connections, threads=w.threads,
+                              connections_requested=w.connections) for w in levels],
+            connection_modes=list(s.connection_modes), behind=list(s.behind),
+            placement=Placement(server=s.cpus("server"), client=s.cpus("client"),
+                                db=s.cpus("db")))
         if s.rates:
-            record["open_model"] = {"generator": "oha", "version": oha.oha_version(),
-                                    "rates": list(s.rates), "knee_p99_ms": s.knee_p99_ms}
+            record.open_model = OpenModel(generator="oha", version=oha.oha_version(),
+                                          rates=list(s.rates), knee_p99_ms=s.knee_p99_ms)
         return record
 
     def save(self) -> None:
-        statistics.refresh(self.doc)
-        results.save(self.doc, self.run_dir)
+        """Validated and written atomically, with the cases' verdicts derived again."""
+        self.stored = self.doc.save(self.run_dir, derive=statistics.refresh)
 
     # ------------------------------------------------------------------ the run
     def execute(self, display_mode: str = "auto") -> dict:
-        todo = [smp for smp in self.samples if self._record(smp)["status"] in TO_MEASURE]
+        todo = [smp for smp in self.samples if self._record(smp).unmeasured]
         s = self.settings
         with Display(total_samples=len(todo), mode=display_mode,
                      planned_seconds_per_sample=s.duration + s.warmup + PLANNED_OVERHEAD_S) \
@@ -174,7 +172,7 @@ class Run:
     def _execute(self, todo: list[Sample]) -> dict:
         show = self.display
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.doc["status"], self.doc["reason"] = "running", None
+        self.doc.start()
         self.save()
         if run_state.ACTIVE is not None:
             run_state.ACTIVE.run_dir(self.run_dir)
@@ -197,22 +195,21 @@ class Run:
                     self._run_sample(sample, record)
                     self._after_sample(sample, record)
                     self.save()
-                    ok = record["status"] == results.OK
-                    summary = record.get("summary") or {}
-                    show.sample_finished(n, sample.case.id, record["status"],
+                    ok = record.status == results.OK
+                    summary = record.summary or {}
+                    show.sample_finished(n, sample.case.id, record.status,
                                          summary.get("requests_per_sec") if ok else None,
                                          (summary.get("latency_ms") or {}).get("p99") if ok
                                          else None, self._outcome(record))
-            self.doc["status"] = "complete"
+            self.doc.complete()
         except KeyboardInterrupt:
-            self._end_pending("interrupted", "interrupted (Ctrl-C or SIGTERM); results so far "
-                              "are kept", results.INTERRUPTED,
-                              "run interrupted before this sample was measured")
+            self.doc.interrupt("interrupted (Ctrl-C or SIGTERM); results so far are kept",
+                               "run interrupted before this sample was measured")
             show.error("interrupted: stopping servers and databases, keeping results so far")
         except Exception as exc:  # noqa: BLE001 - whatever ends the run, the document says so
             reason = (str(exc) if isinstance(exc, (databases.ProvisionError, wrk.LoadError))
                       else f"{type(exc).__name__}: {exc}")
-            self._end_pending("failed", reason, results.FAILED, f"run failed: {reason}"[:300])
+            self.doc.fail(reason, f"run failed: {reason}"[:300])
             show.error(f"run failed: {reason}")
             if not isinstance(exc, (databases.ProvisionError, wrk.LoadError)):
                 with open(self.logs / "harness-error.log", "a") as f:
@@ -222,11 +219,11 @@ class Run:
                 if self.provider is not None:
                     left = self.provider.stop()
                     if left:        # e.g. a data folder kept because a process still uses it
-                        self.doc["cleanup_problems"] = left
-                self.doc["finished_at"] = results.now_iso()
+                        self.doc.cleanup_problems = left
+                self.doc.finish(results.now_iso())
                 self.save()
                 self._write_tables()
-        return self.doc
+        return self.stored
 
     def _keep_database_up(self, engine: str) -> None:
         """A database that died (in an earlier sample, or between samples) is restarted
@@ -237,29 +234,22 @@ class Run:
         started = results.now_iso()
         self.endpoints[engine] = self.provider.restart(engine)
         self._pin_databases()
-        self.doc["databases"][engine].setdefault("restarts", []).append(started)
+        self.doc.databases[engine].setdefault("restarts", []).append(started)
 
-    def _after_sample(self, sample: Sample, record: dict) -> None:
+    def _after_sample(self, sample: Sample, record: SampleRecord) -> None:
         """A sample that did not end ok keeps the tail of its log; if its database died
         meanwhile, the reason says so (and the next sample gets a restarted one)."""
         engine = sample.case.variant.database
-        if record["status"] in (results.OK, results.PENDING):
+        if record.status in (results.OK, results.PENDING):
             return
         if engine != "none" and self.provider is not None and not self.provider.alive(engine):
-            record["reason"] = (f"the {engine} database died during this sample; "
-                                + (record["reason"] or ""))[:500]
-        if record.get("log"):
-            record["log_tail"] = log_tail(self.run_dir / record["log"], 20) or None
+            record.reason = (f"the {engine} database died during this sample; "
+                             + (record.reason or ""))[:500]
+        if record.log:
+            record.log_tail = log_tail(self.run_dir / record.log, 20) or None
 
-    def _record(self, sample: Sample) -> dict:
-        return self.records[sample.case.id]["samples"][sample.index]
-
-    def _end_pending(self, status: str, reason: str, sample_status: str, sample_reason: str):
-        self.doc["status"], self.doc["reason"] = status, reason
-        for case in self.doc["cases"]:
-            for record in case["samples"]:
-                if record["status"] == results.PENDING:
-                    record.update(status=sample_status, reason=sample_reason)
+    def _record(self, sample: Sample) -> SampleRecord:
+        return self.records[sample.case.id].sample(sample.index)
 
     def _provision(self, engines: list[str]) -> None:
         remote = self.hosts.is_remote("database")
@@ -277,8 +267,8 @@ class Run:
         self.provider = prov
         self._pin_databases()
         for engine, ep in self.endpoints.items():
-            self.doc["databases"][engine] = {**ep.public(), "mode": prov.mode,
-                                             "version": database_version(ep)}
+            self.doc.databases[engine] = {**ep.public(), "mode": prov.mode,
+                                          "version": database_version(ep)}
 
     def _pin_databases(self) -> None:
         """--db-cpus: every thread of every database process; the backends PostgreSQL
@@ -298,61 +288,59 @@ class Run:
             try:
                 seconds = build(spec, self.settings, self.logs / f"build-{spec.id}.log",
                                 host=self.server_host)
-                self.doc["builds"][spec.id] = {"ok": True, "seconds": round(seconds, 2),
-                                               "error": None}
+                self.doc.builds[spec.id] = BuildRecord.succeeded(seconds)
             except ServerError as exc:
                 self.build_errors[spec.id] = exc.reason
-                self.doc["builds"][spec.id] = {"ok": False, "seconds": 0, "error": str(exc)}
+                self.doc.builds[spec.id] = BuildRecord.failed(str(exc))
                 self.display.error(str(exc))
             self.save()
 
     # ------------------------------------------------------------------ one sample
-    def _run_sample(self, sample: Sample, record: dict) -> None:
+    def _run_sample(self, sample: Sample, record: SampleRecord) -> None:
         case, v = sample.case, sample.case.variant
-        record["started_at"] = results.now_iso()
+        record.begin(results.now_iso())
         if v.server.id in self.build_errors:
-            record.update(status=results.FAILED, reason=self.build_errors[v.server.id])
+            record.mark_failed(self.build_errors[v.server.id])
             return
-        known = self.doc["verification"].get(v.key)
+        known = self.doc.verification.get(v.key)
         if known is not None and not known["passed"]:
-            record.update(status=results.VERIFICATION_FAILED, reason=known["reason"])
+            record.mark_verification_failed(known["reason"])
             return
         endpoint = self.endpoints.get(v.database)
         log_path = self.logs / f"{case.id.replace('/', '__')}#{sample.index}.log"
-        record["log"] = str(log_path.relative_to(self.run_dir))
+        record.log = str(log_path.relative_to(self.run_dir))
         check = verifier(self.settings.token) if (self.settings.verify and known is None) else None
         try:
             with running_server(v, self.settings, endpoint, log_path, verifier=check,
-                                overhead_s=record["overhead_s"],
+                                overhead_s=record.overhead_s,
                                 settle_db=self._settler(endpoint),
                                 proxy=self.proxies.get(case.load.proxy),
                                 on_phase=self.display.phase,
                                 host=self.server_host) as running:
                 if running.settled is not None:
-                    record["db_settle"] = running.settled.as_dict()
+                    record.db_settle = running.settled.as_dict()
                     if not running.settled.quiet:
-                        record["warnings"].append("the database was still busy when the "
-                                                  "sample started: " + running.settled.steps[-1])
+                        record.warnings.append("the database was still busy when the "
+                                               "sample started: " + running.settled.steps[-1])
                 if check is not None:
                     self._record_verification(v.key, running.verification)
-                if not self.doc["verification"].get(v.key, {"passed": True})["passed"]:
-                    record.update(status=results.VERIFICATION_FAILED,
-                                  reason=self.doc["verification"][v.key]["reason"])
+                if not self.doc.verification.get(v.key, {"passed": True})["passed"]:
+                    record.mark_verification_failed(self.doc.verification[v.key]["reason"])
                     return
                 self._measure(sample, running, endpoint, record)
         except ServerError as exc:
-            record.update(status=results.FAILED, reason=exc.reason)
+            record.mark_failed(exc.reason)
         except wrk.LoadError as exc:
-            record.update(status=results.FAILED, reason=f"load generator: {exc}"[:500])
+            record.mark_failed(f"load generator: {exc}"[:500])
         except NoMaximum as exc:
-            record.update(status=results.FAILED, reason=str(exc))
+            record.mark_failed(str(exc))
         except Exception as exc:  # noqa: BLE001 - one broken sample must not end the run
-            record.update(status=results.FAILED, reason=f"{type(exc).__name__}: {exc}"[:500])
+            record.mark_failed(f"{type(exc).__name__}: {exc}"[:500])
             with open(self.logs / "harness-error.log", "a") as f:
                 f.write(f"{sample.case.id}#{sample.index}:\n{traceback.format_exc()}\n")
 
     def _record_verification(self, key: str, report) -> None:
-        self.doc["verification"][key] = report.to_dict()
+        self.doc.verification[key] = report.to_dict()
         with open(self.run_dir / "verification.txt", "a") as f:
             f.write(report.summary_text() + "\n\n")
         self.display.note(f"verification of {key}: "
@@ -381,11 +369,11 @@ class Run:
         if kind == "absolute":
             return value
         base = self.records[Case(case.variant, case.test, case.load.closed_loop).id]
-        stats = base.get("stats") or {}
+        stats = base.stats or {}
         median = (stats.get("requests_per_sec") or {}).get("median")
         if stats.get("status") != results.OK or not median:
             raise NoMaximum(f"no measured maximum to take {case.load.rate} of: the closed-loop "
-                            f"case {base['id']} is {stats.get('status', 'not measured')}")
+                            f"case {base.id} is {stats.get('status', 'not measured')}")
         return value * median
 
     def _generate(self, sample: Sample, url: str, client_pid: list[int]):
@@ -398,7 +386,7 @@ class Run:
             result = wrk.run_wrk(case.test, url, load, s.duration, on_start=client_pid.append,
                                  host=self.client_host,
                                  cpus=cpus)
-            return result, {"generator": "wrk", "connection_close": load.connection_close}
+            return result, {"name": "wrk", "connection_close": load.connection_close}
         rate = self.asked_rate(case)
         # as many threads as wrk gets for these connections: oha's default (every physical
         # core) took CPU from the server and raised latency on a 2-core machine
@@ -409,11 +397,11 @@ class Run:
         result = oha.run_oha(case.test, url, load, s.duration, on_start=client_pid.append,
                              host=self.client_host,
                              cpus=cpus)
-        return result, {"generator": "oha", "connection_close": load.connection_close,
+        return result, {"name": "oha", "connection_close": load.connection_close,
                         "rate": result.summary["rate"]}
 
     def _measure(self, sample: Sample, running: Running, endpoint: db.Endpoint | None,
-                 record: dict) -> None:
+                 record: SampleRecord) -> None:
         s, case, server = self.settings, sample.case, running.server
         db_clock = db.scalar(endpoint, "SELECT CURRENT_TIMESTAMP") if endpoint else None
         if s.warmup > 0:
@@ -423,9 +411,9 @@ class Run:
             warm = self.wrk_load(case.load, s.seed + SAMPLE_SEED_STRIDE * sample.index
                                  + WARMUP_SEED_OFFSET)
             self.display.phase("warm-up")
-            record["warmup"] = wrk.run_wrk(case.test, running.base_url, warm, s.warmup,
-                                           host=self.client_host,
-                                           cpus=s.cpus("client")).summary
+            record.warmup = wrk.run_wrk(case.test, running.base_url, warm, s.warmup,
+                                        host=self.client_host,
+                                        cpus=s.cpus("client")).summary
         client_pid: list[int] = []
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
                                                         client_pid))
@@ -437,46 +425,44 @@ class Run:
         opened_before = self.server_host.tcp_connections_accepted()
         with sampler, spread:
             result, generator = self._generate(sample, running.base_url, client_pid)
-        record["connections_opened"] = self.server_host.tcp_connections_accepted() - opened_before
+        record.connections_opened = self.server_host.tcp_connections_accepted() - opened_before
         if s.burst > 0:
-            record["burst"] = self._burst(sample, running)
-        record["summary"] = result.summary
-        record["wrk"] = {**generator, "command": result.command, "exit_code": result.exit_code,
-                         "client_cpu_s": round(result.client_cpu_s, 3),
-                         "wall_s": round(result.wall_s, 3), "threads": result.threads,
-                         "connections": result.connections}
-        record["resources"] = figures = sampler.figures()
+            record.burst = self._burst(sample, running)
+        record.summary = result.summary
+        record.generator = GeneratorRecord(
+            **generator, command=result.command, exit_code=result.exit_code,
+            client_cpu_s=round(result.client_cpu_s, 3), wall_s=round(result.wall_s, 3),
+            threads=result.threads, connections=result.connections)
+        record.resources = figures = sampler.figures()
         # the generator's own CPU is known exactly (wait4's rusage); the sampler only sees
         # it between readings, and not at all after it exits
         figures["client"].update(cpu_s=round(result.client_cpu_s, 3),
                                  mean_cores=round(result.client_cpu_s / max(result.wall_s, 1e-6), 3))
-        record["server_process"] = {
-            "workers": s.workers, "pool_size": server.pool_size,
-            "concurrency": case.variant.server.concurrency,
-            "db_budget": server.budget.as_dict() if server.budget else None,
+        record.server_process = ServerProcessRecord(
+            workers=s.workers, pool_size=server.pool_size,
+            concurrency=case.variant.server.concurrency,
+            db_budget=server.budget.as_dict() if server.budget else None,
             # counted by the database while the server still holds its pools
-            "db_connections_seen": db.server_connections(endpoint) if endpoint else None,
-            "client_connections": spread.figures(),
+            db_connections_seen=db.server_connections(endpoint) if endpoint else None,
+            client_connections=spread.figures(),
             # a worker that crashed shows as a pid gone (replaced or not); readiness
             # waited for all W, so a new pid alone is a worker started late
-            "worker_pids": {"before": workers_before, "after": self._worker_pids(server)},
+            worker_pids=WorkerPids(before=workers_before, after=self._worker_pids(server)),
             # what really ran: the CPUs the server's first process may use
-            "cpus": self.server_host.affinity(server.proc.pid)}
+            cpus=self.server_host.affinity(server.proc.pid))
         if not server.alive():
-            record.update(status=results.FAILED,
-                          reason=f"server exited during the run (code {server.proc.returncode})")
+            record.mark_failed(f"server exited during the run (code {server.proc.returncode})")
             return
         self.display.phase("check")
-        verdict = judge.judge_sample(record, s.error_threshold)
-        record["error_rate"] = verdict.figures["error_rate"]
-        record["checks"].update(verdict.figures)
-        record["warnings"] += verdict.warnings
-        record.update(status=results.OK if verdict.valid else results.INVALID,
-                      reason=verdict.reason)
+        verdict = judge.judge_sample(record.to_json(), s.error_threshold)
+        record.error_rate = verdict.figures["error_rate"]
+        record.checks.update(verdict.figures)
+        record.warnings += verdict.warnings
+        record.judged(verdict.valid, verdict.reason)
         if case.test == "update user" and endpoint is not None and verdict.valid:
             self._check_updates(endpoint, db_clock, record, result.connections)
 
-    def _burst(self, sample: Sample, running: Running) -> dict:
+    def _burst(self, sample: Sample, running: Running) -> BurstRecord:
         """New connections after the window (Connection: close, the case's connection
         count): what a server's accept path and worker pool do under a wave of clients."""
         s = self.settings
@@ -487,15 +473,15 @@ class Run:
         result = wrk.run_wrk(sample.case.test, running.base_url, load, s.burst,
                              host=self.client_host,
                              cpus=s.cpus("client"))
-        return {"seconds": s.burst, "summary": result.summary,
-                "connections_opened": self.server_host.tcp_connections_accepted() - opened}
+        return BurstRecord(seconds=s.burst, summary=result.summary,
+                           connections_opened=self.server_host.tcp_connections_accepted() - opened)
 
     def _worker_pids(self, server: ServerProcess) -> list[int] | None:
         if server.spec.worker_check.count != "processes":
             return None
         return sorted(p.pid for p in server.worker_processes())
 
-    def _check_updates(self, endpoint: db.Endpoint, since, record: dict,
+    def _check_updates(self, endpoint: db.Endpoint, since, record: SampleRecord,
                        connections: int) -> None:
         """After `update user`: still exactly the contract's rows, and plausibly many updated."""
         count = db.scalar(endpoint, "SELECT COUNT(*) FROM users")
@@ -503,43 +489,43 @@ class Run:
             since = since.replace(tzinfo=timezone.utc)
         params = (since if endpoint.engine == "postgres" else since.replace(tzinfo=None),)
         updated = db.scalar(endpoint, "SELECT COUNT(*) FROM users WHERE updated_at >= %s", params)
-        sent = record["summary"]["requests"] + (record["warmup"] or {}).get("requests", 0)
+        sent = record.summary["requests"] + (record.warmup or {}).get("requests", 0)
         expected = expected_distinct_rows(sent)
-        record["checks"].update(rows_after=count, rows_updated=updated,
-                                rows_updated_expected=round(expected))
+        record.checks.update(rows_after=count, rows_updated=updated,
+                             rows_updated_expected=round(expected))
         if count != dataset.ROW_COUNT:
-            record.update(status=results.INVALID,
-                          reason=f"table has {count} rows after the run, expected {dataset.ROW_COUNT}")
+            record.mark_invalid(f"table has {count} rows after the run, expected "
+                                f"{dataset.ROW_COUNT}")
         # requests still in flight when wrk stops are not counted but may have updated a row
         elif updated < 0.9 * expected or updated > min(sent + 2 * connections,
                                                        dataset.ROW_COUNT):
-            record.update(status=results.INVALID,
-                          reason=f"{updated} rows updated after {sent} PATCH requests; "
-                                 f"about {expected:.0f} expected")
+            record.mark_invalid(f"{updated} rows updated after {sent} PATCH requests; "
+                                f"about {expected:.0f} expected")
 
     # ------------------------------------------------------------------ output
     @staticmethod
-    def _outcome(record: dict) -> str:
-        if record["status"] == results.OK:
-            s = record["summary"]
-            res = (record.get("resources") or {}).get("server") or {}
+    def _outcome(record: SampleRecord) -> str:
+        if record.status == results.OK:
+            s = record.summary
+            res = (record.resources or {}).get("server") or {}
             text = (f"{s['requests_per_sec']:,.0f} req/s, p50 {s['latency_ms']['p50']:.2f} ms, "
                     f"p99 {s['latency_ms']['p99']:.2f} ms, errors {s['errors']['total']}, "
                     f"server {res.get('mean_cores', 0):.2f} cores "
                     f"{res.get('memory_peak_mb') or 0:.0f} MiB, "
-                    f"overhead {record['overhead_s'].get('total', 0):.2f} s")
-            return text + "".join(f"\n       note: {w}" for w in record["warnings"])
-        return f"{record['status'].upper()}: {record['reason']}"
+                    f"overhead {record.overhead_s.get('total', 0):.2f} s")
+            return text + "".join(f"\n       note: {w}" for w in record.warnings)
+        return f"{record.status.upper()}: {record.reason}"
 
     def _write_tables(self) -> None:
-        built, rates = tables.build_tables(self.doc), tables.build_rate_tables(self.doc)
+        doc = self.stored
+        built, rates = tables.build_tables(doc), tables.build_rate_tables(doc)
         if not built and not rates:
             self.display.final(f"results: {self.run_dir / results.RESULTS_FILE}")
             return
-        text = formats.to_markdown(built, self.doc, rates=rates)
+        text = formats.to_markdown(built, doc, rates=rates)
         (self.run_dir / "tables.md").write_text(text)
         try:
-            report = html.write(self.doc, built, self.run_dir, rates)
+            report = html.write(doc, built, self.run_dir, rates)
         except Exception as exc:  # noqa: BLE001 - a chart must never cost the results
             report = f"not written ({type(exc).__name__}: {exc})"
         self.display.final(f"\n{text}\nresults: {self.run_dir / results.RESULTS_FILE}\n"

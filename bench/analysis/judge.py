@@ -159,7 +159,7 @@ RATE_TOLERANCE = 0.05
 def close_problem(sample: dict) -> str | None:
     """In `close` mode: fewer new TCP connections than requests means the server (or the
     client) kept connections alive."""
-    gen = sample.get("wrk") or {}
+    gen = sample.get("generator") or {}
     opened, requests = sample.get("connections_opened"), (sample.get("summary") or {}).get("requests")
     if not gen.get("connection_close") or opened is None or not requests:
         return None
@@ -239,11 +239,11 @@ def memory_growth(resources: dict) -> str | None:
 
 
 def judge_sample(sample: dict, threshold: float) -> Verdict:
-    """`judge` on a stored sample record (schema 2). `sample["wrk"]` holds whichever load
-    generator ran (the key predates the second one)."""
-    gen = sample["wrk"]
+    """`judge` on a stored sample record (schema 3): `sample["generator"]` is the load
+    generator that ran the window."""
+    gen = sample["generator"]
     resources = sample.get("resources") or {}
-    generator = gen.get("generator", "wrk")
+    generator = gen["name"]
     verdict = judge(sample["summary"], connections=gen["connections"], threads=gen["threads"],
                     client_cpu_s=gen["client_cpu_s"], wall_s=gen["wall_s"],
                     threshold=threshold,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bench.core.settings import SelectionError, Settings, from_public
 from bench.infra import environment
-from bench.storage import resume, results
+from bench.storage import document, resume, results
 
 
 class NothingToDo(Exception):
@@ -29,10 +29,10 @@ def find_run(given: str, results_root: Path) -> Path:
 
 
 def reopen(kind: str, given: str, now: Settings, specs: dict) -> tuple[Settings, tuple]:
-    """The stored run's settings and (document, folder), ready for Run(previous=...)."""
+    """The stored run's settings and (run record, folder), ready for Run(previous=...)."""
     run_dir = find_run(given, now.results_dir)
-    doc = results.load(run_dir)
-    stored = doc["settings"]
+    run = document.load_run(run_dir)
+    stored = run.settings
     if stored.get("token") == "(custom)" and now.token == Settings.token:
         raise SelectionError(f"{run_dir} ran with a custom --token, which results do not "
                              f"store: give the same --token again")
@@ -41,22 +41,20 @@ def reopen(kind: str, given: str, now: Settings, specs: dict) -> tuple[Settings,
     env = environment.environment()
     env["machine_id"] = environment.fingerprint(env)
     versions = {sid: environment.server_versions(specs[sid].dir)
-                for sid in doc.get("servers", {}) if sid in specs}
-    changed = resume.differences(doc, env, versions)
+                for sid in run.servers if sid in specs}
+    changed = resume.differences(run, env, versions)
     if changed:
         raise SelectionError(f"cannot {kind.replace('-', ' ')} {run_dir}: {'; '.join(changed)}. "
                              f"New samples would not be comparable with the stored ones; "
                              f"start a new run instead")
-    if doc["status"] == "running":
+    if run.status == results.RUNNING:
         raise SelectionError(f"{run_dir} is still running (another harness is measuring it)")
     if kind == "rerun-failed":
-        again = resume.prepare_rerun(doc, results.now_iso())
+        again = resume.prepare_rerun(run, results.now_iso())
         if not again:
             raise NothingToDo(f"{run_dir}: every case is ok, nothing to measure again")
-    elif not resume.samples_to_measure(doc):
-        raise NothingToDo(f"{run_dir} has no unfinished sample (status {doc['status']}); "
+    elif not run.samples_to_measure():
+        raise NothingToDo(f"{run_dir} has no unfinished sample (status {run.status}); "
                           f"--rerun-failed measures its failed cases again")
-    doc.setdefault("continuations", []).append(
-        {"kind": kind, "at": results.now_iso(), "samples": resume.samples_to_measure(doc),
-         "previous_status": doc["status"], "git": env.get("git")})
-    return settings, (doc, run_dir)
+    run.continued(kind, results.now_iso(), env.get("git"))
+    return settings, (run, run_dir)

@@ -163,27 +163,25 @@ def _users_of(path: str) -> list[psutil.Process]:
 
 
 def _mark_interrupted(run_dir: str | None, pid: int) -> str | None:
+    """A results document left "running" by a dead harness: interrupted, with why."""
     if not run_dir:
         return None
-    from bench.storage import results
+    from bench.storage import document, results
     path = Path(run_dir)
     try:
-        doc = json.loads((path / results.RESULTS_FILE).read_text())
+        run = document.load_run(path)
     except (OSError, ValueError):
         return None
-    if doc.get("status") != "running":
+    if run.status != results.RUNNING:
         return None
-    doc["status"] = "interrupted"
-    doc["reason"] = (f"the harness (pid {pid}) was killed without a chance to clean up "
-                     f"(SIGKILL or the OOM killer); found and cleaned up by a later "
-                     f"invocation at {results.now_iso()}")
-    doc["finished_at"] = doc.get("finished_at") or results.now_iso()
-    for case in doc.get("cases", []):
-        for sample in case.get("samples", []):
-            if sample.get("status") == results.PENDING:
-                sample.update(status=results.INTERRUPTED,
-                              reason="the harness was killed before this sample was measured")
-    results.save(doc, path)
+    now = results.now_iso()
+    run.interrupt(f"the harness (pid {pid}) was killed without a chance to clean up "
+                  f"(SIGKILL or the OOM killer); found and cleaned up by a later "
+                  f"invocation at {now}",
+                  "the harness was killed before this sample was measured")
+    if run.finished_at is None:
+        run.finish(now)
+    run.save(path)
     return str(path)
 
 

@@ -4,13 +4,21 @@ renders and compares. Each step is a pure function of the document.
 Version 1 (one measurement per case) -> version 2 (samples per case): each v1 case
 becomes a case with one sample holding its figures. v1 stored the connection count that
 was asked for, and the server's RSS rather than PSS; the migrated sample says so.
+
+Version 2 -> version 3 (typed records, bench.storage.document): a sample's load
+generator record moves from "wrk" (whichever generator ran) to "generator", and the
+generator's name from its "generator" key to "name" ("wrk" when absent: schema 2 stored
+the name only once a second generator existed). Keys that schema 2 did not require but
+every harness wrote, with a blank value until there was something to say, get that
+blank where they are missing (null, [] or {}: nothing recorded); keys without such a
+blank stay missing (schema 3 makes them optional). No figure is invented.
 """
 from __future__ import annotations
 
 import copy
 
-READABLE = (1, 2)
-CURRENT = 2
+READABLE = (1, 2, 3)
+CURRENT = 3
 
 
 def case_key(server: str, database: str, orm: bool, test: str, connections: int,
@@ -82,7 +90,46 @@ def v1_to_v2(doc: dict) -> dict:
     }
 
 
-STEPS = {1: v1_to_v2}
+def _v2_generator(record: dict | None) -> dict | None:
+    if record is None:
+        return None
+    return {"name": record.get("generator", "wrk"),
+            **{k: v for k, v in record.items() if k != "generator"}}
+
+
+# what schema 2 did not require but its writers always wrote, as they wrote it blank
+V2_RUN_BLANKS = {"reason": None, "servers": {}}
+V2_CASE_BLANKS = {"stats": None}
+V2_SAMPLE_BLANKS = {"warnings": [], "started_at": None, "warmup": None, "error_rate": None,
+                    "generator": None, "resources": None, "server_process": None,
+                    "checks": {}, "overhead_s": {}, "log": None}
+
+
+def _blanks(record: dict, blanks: dict) -> dict:
+    return {**record, **{k: copy.deepcopy(v) for k, v in blanks.items() if k not in record}}
+
+
+def _v2_sample(sample: dict) -> dict:
+    # the same keys in the same order, "wrk" renamed where it stood
+    renamed = {("generator" if k == "wrk" else k): (_v2_generator(v) if k == "wrk" else v)
+               for k, v in sample.items()}
+    return _blanks(renamed, V2_SAMPLE_BLANKS)
+
+
+def v2_to_v3(doc: dict) -> dict:
+    new = _blanks(copy.deepcopy(doc), V2_RUN_BLANKS)
+    for name, build in new.get("builds", {}).items():
+        new["builds"][name] = _blanks(build, {"error": None})
+    for i, case in enumerate(new["cases"]):
+        case = new["cases"][i] = _blanks(case, V2_CASE_BLANKS)
+        case["samples"] = [_v2_sample(s) for s in case["samples"]]
+        for old in case.get("history", []):
+            old["samples"] = [_v2_sample(s) for s in old["samples"]]
+    head = {"schema_version": 3, "migrated_from": new.get("migrated_from", 2)}
+    return {**head, **{k: v for k, v in new.items() if k not in head}}
+
+
+STEPS = {1: v1_to_v2, 2: v2_to_v3}
 
 
 def to_current(doc: dict) -> dict:

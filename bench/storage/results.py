@@ -1,10 +1,13 @@
-"""The result document: its schema, where runs live, and writing it safely.
+"""The results file: its schema, where runs live, and writing it safely.
 
 One folder per run under `results/`, holding `results.json` (validated against
 `bench/storage/schema/results.schema.json`), the servers' logs and the rendered tables.
 The document is validated and rewritten after every sample, atomically, so an
 interruption or a crash loses nothing that was measured. Older schema versions are
 migrated on load (`bench.storage.migrate`), so every old run still renders.
+
+This module handles the JSON form; the typed records that write it are in
+bench.storage.document. Readers (analysis, report, compare, history) read the JSON form.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import jsonschema
 
 from bench.storage import migrate
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 SCHEMA_PATH = SCHEMA_DIR / "results.schema.json"
 RESULTS_FILE = "results.json"
@@ -32,6 +35,9 @@ VERIFICATION_FAILED = "verification failed"
 INTERRUPTED = "interrupted"
 PENDING = "pending"
 STATUSES = (OK, INVALID, FAILED, VERIFICATION_FAILED, INTERRUPTED, PENDING)
+# A run's statuses: running, then complete, or interrupted or failed (as above)
+RUNNING = "running"
+COMPLETE = "complete"
 
 
 class ResultsError(ValueError):
@@ -45,26 +51,6 @@ def now_iso() -> str:
 def new_run_id() -> str:
     host = socket.gethostname().split(".")[0] or "host"
     return f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{host}"
-
-
-def new_document(run_id: str, settings: dict, env: dict, load: dict) -> dict:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "status": "running",
-        "reason": None,
-        "started_at": now_iso(),
-        "finished_at": None,
-        "settings": settings,
-        "load": load,
-        "environment": env,
-        "databases": {},
-        "builds": {},
-        "servers": {},
-        "verification": {},
-        "schedule": {},
-        "cases": [],
-    }
 
 
 _SCHEMAS: dict[int, dict] = {}
@@ -121,6 +107,8 @@ def load(path: Path) -> dict:
         raise ResultsError(f"{path} has schema version {version!r}; this harness reads "
                            f"versions {', '.join(map(str, migrate.READABLE))}")
     validate(doc, version)
+    # not validated again: readers are lenient, so a document of an older version renders
+    # even with a key that schema 3 does not know (bench.storage.document refuses it)
     return migrate.to_current(doc)
 
 

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from bench.report import html, tables
-from tests.unit.conftest import v2_document, v2_case
+from tests.unit.conftest import run_doc, case_doc
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -34,13 +34,13 @@ def browser():
 
 
 def test_report_opens_from_disk_with_every_table_and_chart(browser, tmp_path):
-    doc = v2_document([
-        v2_case("fast", "postgres", False, "get user", rps=(9000, 9100, 8950)),
-        v2_case("slow", "mysql", True, "get user", rps=(500, 520, 480)),
-        v2_case("broken", "mysql", False, "get user", rps=(), status="verification failed",
+    doc = run_doc([
+        case_doc("fast", "postgres", False, "get user", rps=(9000, 9100, 8950)),
+        case_doc("slow", "mysql", True, "get user", rps=(500, 520, 480)),
+        case_doc("broken", "mysql", False, "get user", rps=(), status="verification failed",
                 reason="GET /user/1/: <script>alert(1)</script> is not a user"),
-        v2_case("fast", "none", False, "plain", rps=(90000, 91000, 89000)),
-        v2_case("fast", "none", False, "to json", rps=(80000, 81000, 79000)),
+        case_doc("fast", "none", False, "plain", rps=(90000, 91000, 89000)),
+        case_doc("fast", "none", False, "to json", rps=(80000, 81000, 79000)),
     ])
     doc["verification"] = {"broken/mysql/raw": {"passed": False, "reason": "wrong <b>user</b>"}}
     path = html.write(doc, tables.build_tables(doc), tmp_path)

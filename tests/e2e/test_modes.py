@@ -37,12 +37,13 @@ def test_sweep_close_ceiling_and_placement(tmp_path):
     for (server, test, level, mode, proxy, rate), case in cases.items():
         assert case["status"] == "ok", (case["id"], case["reason"])
         sample = case["samples"][0]
-        assert sample["wrk"]["connections"] == level
+        assert sample["generator"]["connections"] == level
         requests = sample["summary"]["requests"]
         if mode == "close":
             # one new TCP connection per request, and no errors from ports in TIME_WAIT
             assert sample["connections_opened"] >= 0.9 * requests, sample["connections_opened"]
-            assert sample["wrk"]["connection_close"] and "Connection: close" in sample["wrk"]["command"]
+            generator = sample["generator"]
+            assert generator["connection_close"] and "Connection: close" in generator["command"]
             assert sample["summary"]["errors"]["total"] == 0
         else:
             # the kernel's counter is machine-wide: other programs' connections add a few
@@ -81,7 +82,7 @@ def test_behind_a_proxy_and_latency_at_fixed_rates(tmp_path):
     rate = half["summary"]["rate"]
     assert rate["asked"] == pytest.approx(0.5 * direct["stats"]["requests_per_sec"]["median"])
     assert rate["achieved"] >= 0.95 * rate["asked"]
-    assert half["wrk"]["generator"] == "oha" and "--latency-correction" in half["wrk"]["command"]
+    assert half["generator"]["name"] == "oha" and "--latency-correction" in half["generator"]["command"]
     # a rate no machine here can send is reported as not reached, not stored as a figure
     absurd = cases[("actix-web", "plain", 16, "keep-alive", "none", "2000000")]["samples"][0]
     assert absurd["status"] == "invalid" and "asked for 2,000,000 req/s" in absurd["reason"]

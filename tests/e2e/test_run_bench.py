@@ -102,7 +102,7 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
         for sample in case["samples"]:
             assert sample["summary"]["requests"] > 0 and sample["summary"]["errors"]["total"] == 0
             assert sample["summary"]["sent"] >= sample["summary"]["requests"]
-            assert sample["wrk"]["connections"] == 16
+            assert sample["generator"]["connections"] == 16
             server = sample["resources"]["server"]
             assert server["cpu_s"] > 0 and server["memory_kind"] == "pss"
             assert server["memory_peak_mb"] > 0 and sample["resources"]["client"]["cpu_s"] > 0
@@ -181,8 +181,8 @@ def test_the_connection_count_that_really_ran_is_stored(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:]
     doc = only_run(tmp_path)
     sample = doc["cases"][0]["samples"][0]
-    assert sample["wrk"]["connections"] == 10 and sample["wrk"]["threads"] == 2
-    assert sample["wrk"]["command"][1:5] == ["-t", "2", "-c", "10"]
+    assert sample["generator"]["connections"] == 10 and sample["generator"]["threads"] == 2
+    assert sample["generator"]["command"][1:5] == ["-t", "2", "-c", "10"]
     assert doc["load"]["connections"] == 10
 
 

@@ -8,11 +8,11 @@ from bench.analysis import compare
 from bench.cli import main
 from bench.report import comparison
 from bench.storage import calibration, results
-from tests.unit.conftest import v2_case, v2_document
+from tests.unit.conftest import case_doc, run_doc
 
 
 def doc_with(rps_by_server: dict, run_id: str, repeat: int = 5) -> dict:
-    doc = v2_document([v2_case(s, "postgres", False, "get user", rps=r)
+    doc = run_doc([case_doc(s, "postgres", False, "get user", rps=r)
                        for s, r in rps_by_server.items()], repeat=repeat)
     doc["run_id"] = run_id
     doc["environment"]["machine_id"] = "m1"
@@ -85,13 +85,13 @@ def test_runs_that_differ_in_what_shapes_the_figures_are_not_comparable(change, 
 
 def test_missing_and_failed_cases_are_not_comparable_with_the_reason():
     cand = doc_with({"a": BASE["a"]}, "r2")
-    cand["cases"].append(v2_case("c", "postgres", False, "get user", rps=(), status="failed",
+    cand["cases"].append(case_doc("c", "postgres", False, "get user", rps=(), status="failed",
                                  reason="server exited during the run (code 7)"))
     cmp = by_server(compare.compare(doc_with(BASE, "r1"), cand))
     assert cmp["b"].verdict == "not comparable" and cmp["b"].reason == "missing in the candidate"
     assert cmp["c"].reason == "missing in the baseline"
     base = doc_with(BASE, "r1")
-    base["cases"][1] = v2_case("b", "postgres", False, "get user", rps=(), status="failed",
+    base["cases"][1] = case_doc("b", "postgres", False, "get user", rps=(), status="failed",
                                reason="did not start")
     row = by_server(compare.compare(base, doc_with(BASE, "r2")))["b"]
     assert row.verdict == "not comparable" and row.reason == "failed in the baseline: did not start"

@@ -5,7 +5,7 @@ import random
 from bench.analysis import history
 from bench.cli import main
 from bench.storage import results
-from tests.unit.conftest import v2_case, v2_document
+from tests.unit.conftest import case_doc, run_doc
 
 
 def nightly_docs(levels: list[float], seed: int = 3, noise: float = 0.02) -> list[dict]:
@@ -13,8 +13,8 @@ def nightly_docs(levels: list[float], seed: int = 3, noise: float = 0.02) -> lis
     docs = []
     for night, level in enumerate(levels):
         rps = tuple(level * (1 + rng.gauss(0, noise)) for _ in range(5))
-        doc = v2_document([v2_case("a", "postgres", False, "get user", rps=rps),
-                           v2_case("a", "none", False, "plain", rps=(50000.0,) * 5)], repeat=5)
+        doc = run_doc([case_doc("a", "postgres", False, "get user", rps=rps),
+                           case_doc("a", "none", False, "plain", rps=(50000.0,) * 5)], repeat=5)
         doc["run_id"] = f"202601{night + 1:02d}T000000Z-box"
         doc["started_at"] = f"2026-01-{night + 1:02d}T00:00:00+00:00"
         doc["environment"]["machine_id"] = "box-1"

@@ -103,7 +103,7 @@ def test_no_requests_is_invalid():
 
 def test_judge_sample_uses_the_connections_that_really_ran():
     sample = {"summary": summary(1000, 32.0),
-              "wrk": {"connections": 32, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
+              "generator": {"name": "wrk", "connections": 32, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
               "resources": {"server": {"cpu_s": 9.0}}}
     v = judge.judge_sample(sample, 0.001)
     assert v.figures["littles_law_ratio"] == pytest.approx(1.0) and v.warnings == []
@@ -116,7 +116,7 @@ def test_more_db_connections_than_the_budget_makes_a_sample_invalid():
         "the database saw 40 connections from the server after the run, over its budget of 32")
     assert judge.budget_problem({"db_budget": None, "db_connections_seen": None}) is None
     sample = {"summary": summary(1000, 1.0), "resources": {},
-              "wrk": {"connections": 64, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
+              "generator": {"name": "wrk", "connections": 64, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
               "server_process": {"db_budget": budget, "db_connections_seen": 33}}
     v = judge.judge_sample(sample, 0.001)
     assert not v.valid and "33 connections" in v.reason
@@ -150,7 +150,7 @@ def test_stress_checks_burst_errors_and_memory_growth():
 
 def worker_sample(before, after):
     return {"summary": summary(1000, 64.0), "resources": {},
-            "wrk": {"connections": 64, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
+            "generator": {"name": "wrk", "connections": 64, "threads": 1, "client_cpu_s": 1, "wall_s": 10},
             "server_process": {"worker_pids": {"before": before, "after": after}}}
 
 

@@ -8,7 +8,7 @@ import re
 
 from bench.core.plan import LoadParams
 from bench.report import formats, tables
-from tests.unit.conftest import summary, v2_case, v2_document
+from tests.unit.conftest import summary, case_doc, run_doc
 
 
 def cell(text: str, md: str) -> bool:
@@ -22,11 +22,11 @@ def with_reference(doc, *servers):
 
 
 def test_a_sweep_gets_one_section_per_level_and_mode():
-    doc = v2_document([
-        v2_case("fast", "none", False, "plain", rps=(9000,), load=LoadParams(16)),
-        v2_case("fast", "none", False, "plain", rps=(12000,), load=LoadParams(64)),
-        v2_case("fast", "none", False, "plain", rps=(3000,), load=LoadParams(64, "close")),
-        v2_case("fast", "none", False, "plain", rps=(8000,),
+    doc = run_doc([
+        case_doc("fast", "none", False, "plain", rps=(9000,), load=LoadParams(16)),
+        case_doc("fast", "none", False, "plain", rps=(12000,), load=LoadParams(64)),
+        case_doc("fast", "none", False, "plain", rps=(3000,), load=LoadParams(64, "close")),
+        case_doc("fast", "none", False, "plain", rps=(8000,),
                 load=LoadParams(64, proxy="nginx")),
     ], repeat=1)
     titles = [t.title for t in tables.build_tables(doc)]
@@ -36,13 +36,13 @@ def test_a_sweep_gets_one_section_per_level_and_mode():
 
 
 def test_every_row_is_a_fraction_of_the_reference_server_measured_in_the_same_run():
-    doc = with_reference(v2_document([
-        v2_case("nginx", "none", False, "plain", rps=(40000, 40000, 40000)),
-        v2_case("fast", "none", False, "plain", rps=(30000, 30000, 30000)),
-        v2_case("slow", "none", False, "plain", rps=(4000, 4000, 4000)),
-        v2_case("fast", "none", False, "plain", rps=(20000, 20000, 20000),
+    doc = with_reference(run_doc([
+        case_doc("nginx", "none", False, "plain", rps=(40000, 40000, 40000)),
+        case_doc("fast", "none", False, "plain", rps=(30000, 30000, 30000)),
+        case_doc("slow", "none", False, "plain", rps=(4000, 4000, 4000)),
+        case_doc("fast", "none", False, "plain", rps=(20000, 20000, 20000),
                 load=LoadParams(64, proxy="nginx")),
-        v2_case("fast", "postgres", False, "get user", rps=(9000, 9000, 9000)),
+        case_doc("fast", "postgres", False, "get user", rps=(9000, 9000, 9000)),
     ]), "nginx")
     built = {t.title: t for t in tables.build_tables(doc)}
     direct = built["plain (64 connections, keep-alive)"]
@@ -62,19 +62,19 @@ def test_every_row_is_a_fraction_of_the_reference_server_measured_in_the_same_ru
 
 
 def rate_case(server, rate, asked, achieved, p99, status="ok", reason=None):
-    case = v2_case(server, "postgres", False, "get user", rps=(achieved,), status=status,
+    case = case_doc(server, "postgres", False, "get user", rps=(achieved,), status=status,
                    reason=reason, load=LoadParams(64, generator="oha", rate=rate))
     sample = case["samples"][0]
     sample["summary"] = {**summary(achieved, p99 / 3),
                          "rate": {"asked": asked, "achieved": achieved, "not_sent": 0,
                                   "late": None}}
-    sample["wrk"].update(generator="oha", rate=sample["summary"]["rate"])
+    sample["generator"].update(name="oha", rate=sample["summary"]["rate"])
     return case
 
 
 def test_rate_tables_give_each_point_and_the_knee_under_the_stated_bound():
-    doc = v2_document([
-        v2_case("fast", "postgres", False, "get user", rps=(10000,)),
+    doc = run_doc([
+        case_doc("fast", "postgres", False, "get user", rps=(10000,)),
         rate_case("fast", "25%", 2500, 2500, 3.0),
         rate_case("fast", "50%", 5000, 5000, 9.0),
         rate_case("fast", "90%", 9000, 7000, 80.0, status="invalid",
@@ -100,8 +100,8 @@ def test_rate_tables_give_each_point_and_the_knee_under_the_stated_bound():
 
 def test_the_html_report_has_the_rate_tables_and_their_chart(tmp_path):
     from bench.report import html
-    doc = v2_document([
-        v2_case("fast", "postgres", False, "get user", rps=(10000,)),
+    doc = run_doc([
+        case_doc("fast", "postgres", False, "get user", rps=(10000,)),
         rate_case("fast", "25%", 2500, 2500, 3.0),
         rate_case("fast", "50%", 5000, 5000, 9.0),
     ], repeat=1)
@@ -116,8 +116,8 @@ def test_the_html_report_has_the_rate_tables_and_their_chart(tmp_path):
 
 def test_the_html_table_of_a_ceiling_has_its_column(tmp_path):
     from bench.report import html
-    doc = with_reference(v2_document([
-        v2_case("nginx", "none", False, "plain", rps=(40000, 40000, 40000)),
-        v2_case("fast", "none", False, "plain", rps=(30000, 30000, 30000))]), "nginx")
+    doc = with_reference(run_doc([
+        case_doc("nginx", "none", False, "plain", rps=(40000, 40000, 40000)),
+        case_doc("fast", "none", False, "plain", rps=(30000, 30000, 30000))]), "nginx")
     page = html.write(doc, tables.build_tables(doc), tmp_path).read_text()
     assert re.search(r"<th[^>]*>\s*of ceiling\s*</th>", page) and "75.0 %" in page

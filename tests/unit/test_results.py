@@ -17,7 +17,7 @@ def test_document_validates_and_round_trips(sample_doc, tmp_path):
 def test_unknown_schema_version_is_refused(sample_doc, tmp_path):
     sample_doc["schema_version"] = 99
     (tmp_path / "results.json").write_text(json.dumps(sample_doc))
-    with pytest.raises(results.ResultsError, match="schema version 99.*reads versions 1, 2"):
+    with pytest.raises(results.ResultsError, match="schema version 99.*reads versions 1, 2, 3"):
         results.load(tmp_path)
 
 
@@ -36,18 +36,19 @@ def test_latest_run_is_the_newest_run_id(sample_doc, tmp_path):
         results.latest_run(tmp_path / "empty")
 
 
-def test_a_version_1_document_loads_as_version_2(v1_doc, tmp_path):
+def test_a_version_1_document_loads_as_the_current_version(v1_doc, tmp_path):
     (tmp_path / "results.json").write_text(json.dumps(v1_doc))
     doc = results.load(tmp_path)
-    results.validate(doc)                       # the migrated document is a valid v2 one
-    assert doc["schema_version"] == 2 and doc["migrated_from"] == 1
+    results.validate(doc)                       # the migrated document is a valid v3 one
+    assert doc["schema_version"] == 3 and doc["migrated_from"] == 1
     assert len(doc["cases"]) == len(v1_doc["cases"])
     fast = next(c for c in doc["cases"] if c["id"] == "fast/postgres/raw/get_user@c64")
     assert fast["key"]["connections"] == 64 and len(fast["samples"]) == 1
     sample = fast["samples"][0]
     assert sample["summary"] == next(c for c in v1_doc["cases"]
                                      if c["id"] == "fast/postgres/raw/get_user")["summary"]
-    assert sample["wrk"]["connections_as_asked"] is True
+    assert sample["generator"]["name"] == "wrk"
+    assert sample["generator"]["connections_as_asked"] is True
     assert sample["resources"]["server"]["memory_kind"] == "rss"
     assert migrate.to_current(doc) == doc
 
