@@ -18,7 +18,7 @@ from bench.storage.sample import SampleRecord
 RERUN = (results.FAILED, results.INVALID, results.VERIFICATION_FAILED, results.INTERRUPTED)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class HistoryEntry(Record):
     """A case's samples as they were before `--rerun-failed` replaced them."""
     SCHEMA: ClassVar[str] = "#/$defs/history_entry"
@@ -28,7 +28,7 @@ class HistoryEntry(Record):
     samples: list[SampleRecord]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class CaseRecord(Record):
     SCHEMA: ClassVar[str] = "#/$defs/case"
     id: str

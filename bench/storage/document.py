@@ -30,7 +30,7 @@ from bench.storage.record import ABSENT, Record, RecordError, optional
 from bench.storage.sample import SampleRecord
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class LoadLevel(Record):
     """One connection level of a sweep, as the closed-loop generator runs it."""
     SCHEMA: ClassVar[str] = "#/$defs/load_level"
@@ -39,7 +39,7 @@ class LoadLevel(Record):
     connections_requested: int
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class OpenModel(Record):
     """The open-model generator and the rates asked for (--rate)."""
     SCHEMA: ClassVar[str] = "#/$defs/open_model"
@@ -49,7 +49,7 @@ class OpenModel(Record):
     knee_p99_ms: float
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Placement(Record):
     """The CPUs each side was pinned to (None: not pinned)."""
     SCHEMA: ClassVar[str] = "#/$defs/placement"
@@ -58,7 +58,7 @@ class Placement(Record):
     db: list[int] | None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class LoadRecord(Record):
     """The load generators as they will run; the first connection level also at the top,
     as runs before sweeps stored it."""
@@ -76,7 +76,7 @@ class LoadRecord(Record):
     open_model: OpenModel = optional()     # only with --rate
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class BuildRecord(Record):
     SCHEMA: ClassVar[str] = "#/$defs/build"
     ok: bool
@@ -92,7 +92,7 @@ class BuildRecord(Record):
         return cls(ok=False, seconds=0, error=error)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ServerInfo(Record):
     """Every key is always written; all are optional because schema 2 did not describe
     this block (and `reference` came later)."""
@@ -104,7 +104,7 @@ class ServerInfo(Record):
     versions: dict = optional()            # direct dependency -> version, from lock files
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Schedule(Record):
     """Every key is always written; all are optional because schema 2 required none."""
     SCHEMA: ClassVar[str] = "#/$defs/schedule"
@@ -113,7 +113,7 @@ class Schedule(Record):
     order: list[str] = optional()          # "<case id>#<sample index>", in measuring order
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Continuation(Record):
     SCHEMA: ClassVar[str] = "#/$defs/continuation"
     kind: str                              # "resume" or "rerun-failed"
@@ -123,7 +123,7 @@ class Continuation(Record):
     git: dict | None                       # the code it ran with (bench.infra.environment)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RunRecord(Record):
     SCHEMA: ClassVar[str] = "#"
     schema_version: int = results.SCHEMA_VERSION

@@ -55,7 +55,10 @@ def optional(**kw) -> Any:
 
 class Record:
     """Mixed into a dataclass: JSON in and out, by its fields and their annotations.
-    `SCHEMA` points at the record's object in schema 3 ("#" for the root)."""
+    `SCHEMA` points at the record's object in schema 3 ("#" for the root). Records are
+    slotted dataclasses: assigning a key that is not a field fails at once, rather than
+    being left out of the document without a word."""
+    __slots__ = ()
     SCHEMA: ClassVar[str]
 
     def to_json(self) -> dict:

@@ -23,7 +23,7 @@ from bench.storage.record import Record, optional
 UNMEASURED = (results.PENDING, results.INTERRUPTED)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class GeneratorRecord(Record):
     """The load generator as it ran the measured window (schema 2 stored it as "wrk",
     whichever generator ran)."""
@@ -43,7 +43,7 @@ class GeneratorRecord(Record):
     connections_as_asked: bool = optional()
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class BurstRecord(Record):
     """The wave of new connections after the measured window (--burst)."""
     SCHEMA: ClassVar[str] = "#/$defs/burst"
@@ -52,7 +52,7 @@ class BurstRecord(Record):
     connections_opened: int                # TCP connections the server's host accepted
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class WorkerPids(Record):
     """A multi-process server's worker pids at the start and the end of the window."""
     SCHEMA: ClassVar[str] = "#/$defs/worker_pids"
@@ -60,7 +60,7 @@ class WorkerPids(Record):
     after: list[int] | None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ServerProcessRecord(Record):
     """The server as it really ran. Every key is optional: schema 1 kept only some of the
     first three, and schema 2 added the others over time."""
@@ -75,7 +75,7 @@ class ServerProcessRecord(Record):
     cpus: list[int] | None = optional()    # the CPUs its first process could use
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SampleRecord(Record):
     SCHEMA: ClassVar[str] = "#/$defs/sample"
     index: int                             # 0-based repetition of its case
