@@ -42,7 +42,8 @@ from typing import Callable
 import psutil
 
 from bench.infra.host import LOCAL, LocalHost
-from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS, LoadError, LoadResult, check_window
+from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
+from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS
 
 OHA_VERSION = "1.16.0"
 INSTALL_HINT = (f"oha {OHA_VERSION} is not installed (or ~/.cargo/bin is not on PATH): run "
@@ -453,3 +454,36 @@ def run_oha(test: str, base_url: str, settings: OhaSettings,
                       wall_s=done.wall_s, exit_code=done.returncode,
                       stderr_tail=_tail(done.stderr), raw=raw, threads=settings.threads,
                       connections=settings.connections)
+
+
+class Oha:
+    """oha behind the Generator seam: the open model (`-q RATE --latency-correction`)."""
+    name = "oha"
+    open_model = True
+
+    def version(self, host: LocalHost = LOCAL) -> str:
+        return oha_version(host)
+
+    @staticmethod
+    def settings(request: LoadRequest) -> OhaSettings:
+        if not request.open_model:
+            raise LoadError("oha is run here for the open model only: give it a rate")
+        # as many threads as wrk gets for these connections: oha's default (every
+        # physical core) took CPU from the server and raised latency on a 2-core machine
+        return OhaSettings(connections=request.connections, rate=request.rate,
+                           duration_s=request.duration_s, timeout_s=request.timeout_s,
+                           seed=request.seed, token=request.token,
+                           connection_close=request.connection_close,
+                           worker_threads=request.threads)
+
+    def run(self, request: LoadRequest, *, host: LocalHost = LOCAL,
+            on_start: Callable[[int], None] | None = None,
+            cpus: list[int] | None = None) -> LoadResult:
+        return run_oha(request.test, request.base_url, self.settings(request),
+                       request.duration_s, host=host, on_start=on_start, cpus=cpus)
+
+    def describe(self, request: LoadRequest, result: LoadResult) -> dict:
+        return {"rate": result.summary["rate"]}
+
+
+OHA = Oha()

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from bench.infra.host import LOCAL, LocalHost
+from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
 from bench.paths import WRK_SCRIPTS_DIR
 
 SCRIPTS_DIR = WRK_SCRIPTS_DIR
@@ -46,20 +47,6 @@ ERROR_KEYS = ("connect", "read", "write", "status", "timeout")
 WRK_VERIFY_CALLS = 1  # request() calls wrk makes before the run, which send nothing
 KILL_GRACE_S = 30.0   # run_wrk gives wrk duration + this much wall time
 _TAIL_CHARS = 2000
-
-
-class LoadError(RuntimeError):
-    """wrk is missing, failed, hung, or produced no WRK_JSON summary."""
-
-
-def check_window(duration_s: float, timeout_s: float, token: str) -> None:
-    """What every load generator's settings need: a window, a timeout, a usable token."""
-    if not duration_s > 0:
-        raise ValueError(f"duration_s must be > 0, got {duration_s}")
-    if not timeout_s > 0:
-        raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
-    if not token or any(c in token for c in "\r\n \t"):
-        raise ValueError("token must be a non-empty string without whitespace")
 
 
 @dataclass
@@ -88,24 +75,6 @@ class LoadSettings:
         return self.threads * (self.connections // self.threads)
 
 
-@dataclass
-class LoadResult:
-    command: list[str]
-    summary: dict            # parse_wrk_output(stdout)
-    client_cpu_s: float      # user + sys CPU of the wrk process (os.wait4 rusage)
-    wall_s: float
-    exit_code: int
-    stderr_tail: str = ""
-    raw: dict = field(default_factory=dict)   # the WRK_JSON object as wrk's Lua printed it
-    threads: int = 0                          # what ran, not what was asked for
-    connections: int = 0
-
-    @property
-    def client_cpu_fraction(self) -> float:
-        """client CPU seconds per wall second (1.0 == one core fully busy)."""
-        return self.client_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
-
-
 def script_for(test: str) -> Path:
     """Absolute path of the wrk script for a contract test name (e.g. "get user")."""
     try:
@@ -123,11 +92,11 @@ def require_wrk(host: LocalHost = LOCAL) -> str:
     return path
 
 
-def wrk_version() -> str:
+def wrk_version(host: LocalHost = LOCAL) -> str:
     """First line of `wrk -v`, e.g. 'wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer'."""
-    wrk = require_wrk()
+    wrk = require_wrk(host)
     # `wrk -v` prints the version and usage and exits with status 1
-    proc = LOCAL.run([wrk, "-v"], timeout=10)
+    proc = host.run([wrk, "-v"], timeout=10)
     for line in (proc.stdout + "\n" + proc.stderr).splitlines():
         if line.strip().startswith("wrk "):
             return line.strip()
@@ -307,3 +276,34 @@ def run_wrk(test: str, base_url: str, settings: LoadSettings,
                       client_cpu_s=done.cpu_s, wall_s=done.wall_s, exit_code=done.returncode,
                       stderr_tail=_tail(done.stderr), raw=data, threads=settings.threads,
                       connections=settings.open_connections)
+
+
+class Wrk:
+    """wrk behind the Generator seam: the closed loop."""
+    name = "wrk"
+    open_model = False
+
+    def version(self, host: LocalHost = LOCAL) -> str:
+        return wrk_version(host)
+
+    @staticmethod
+    def settings(request: LoadRequest) -> LoadSettings:
+        return LoadSettings(threads=request.threads, connections=request.connections,
+                            duration_s=request.duration_s, timeout_s=request.timeout_s,
+                            seed=request.seed, token=request.token,
+                            connection_close=request.connection_close)
+
+    def run(self, request: LoadRequest, *, host: LocalHost = LOCAL,
+            on_start: Callable[[int], None] | None = None,
+            cpus: list[int] | None = None) -> LoadResult:
+        if request.open_model:
+            raise LoadError("wrk runs the closed loop only; a rate needs an open-model "
+                            "generator")
+        return run_wrk(request.test, request.base_url, self.settings(request),
+                       request.duration_s, host=host, on_start=on_start, cpus=cpus)
+
+    def describe(self, request: LoadRequest, result: LoadResult) -> dict:
+        return {}
+
+
+WRK = Wrk()

@@ -12,14 +12,14 @@ import json
 import random
 import re
 import secrets
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Callable
 
 import requests
 
 from bench.infra import db
-from bench.verify import querycount
+from bench.verify.checks import Check, Client, Report, guarded, make_check
+from bench.verify.statements import check_query_counts
 from bench.core.dataset import ROW_COUNT, expected_user
 from bench.infra.db import Endpoint
 
@@ -27,113 +27,7 @@ USER_KEYS = ("user_id", "username", "email", "created_at", "updated_at", "is_arc
 FIXED_IDS = (1, 10, 42, 9999, 10000)
 RANDOM_IDS = 3
 MISSING_IDS = ("0", str(ROW_COUNT + 1), "99999999999", "abc", "-1")
-NOISE = 0.05                 # counts may be off by 5% of the burst (server-wide counters)
-# BEGIN/COMMIT/ROLLBACK/SAVEPOINT/SET per request an ORM variant may send (an ORM's
-# session or pool often wraps or resets; it is part of what using the ORM costs, and the
-# figures are in the verification report). Raw variants may send none.
-TX_TOLERANCE = 3
-MEASURE_ATTEMPTS = 3         # a too-high count is re-measured: other clients only add noise
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-MAX_DETAIL = 600
-
-
-@dataclass
-class Check:
-    name: str
-    passed: bool
-    detail: str = ""
-    severity: str = "error"          # "warning" never fails verification
-
-
-@dataclass
-class Report:
-    server_id: str
-    database: str
-    orm: bool
-    checks: list[Check] = field(default_factory=list)
-    queries: dict = field(default_factory=dict)
-    connections: dict = field(default_factory=dict)   # DB budget and the count seen
-
-    @property
-    def failures(self) -> list[Check]:
-        return [c for c in self.checks if not c.passed and c.severity == "error"]
-
-    @property
-    def passed(self) -> bool:
-        return not self.failures
-
-    @property
-    def reason(self) -> str:
-        """One short line: the first failure, or "" when verification passed."""
-        if self.passed:
-            return ""
-        first = self.failures[0]
-        more = len(self.failures) - 1
-        text = f"{first.name}: {first.detail}".replace("\n", " ")
-        text = text if len(text) <= 160 else text[:157] + "..."
-        return text + (f" (+{more} more failed check{'s' * (more > 1)})" if more else "")
-
-    def to_dict(self) -> dict:
-        return {"server_id": self.server_id, "database": self.database, "orm": self.orm,
-                "passed": self.passed, "reason": self.reason,
-                "checks": [asdict(c) for c in self.checks], "queries": self.queries,
-                "connections": self.connections}
-
-    def summary_text(self) -> str:
-        failed, warned = len(self.failures), sum(
-            1 for c in self.checks if not c.passed and c.severity == "warning")
-        head = (f"verification of {self.server_id} (database={self.database}, orm={self.orm}): "
-                f"{'PASSED' if self.passed else 'FAILED'} - {len(self.checks)} checks, "
-                f"{failed} failed, {warned} warning{'s' * (warned != 1)}")
-        lines = [head]
-        for c in self.checks:
-            mark = "ok  " if c.passed else ("FAIL" if c.severity == "error" else "warn")
-            lines.append(f"  {mark} {c.name}" + (f": {c.detail}" if c.detail else ""))
-        for test, q in self.queries.items():
-            if isinstance(q, dict) and "per_request" in q:
-                per = ", ".join(f"{k} {v}" for k, v in q["per_request"].items())
-                lines.append(f"  queries per request, {test} ({q['method']}): {per}")
-        return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- HTTP
-
-class Client:
-    """One requests.Session; transport errors become values, never exceptions.
-
-    After three transport failures in a row the server is taken for dead and further
-    requests fail at once instead of each waiting for its timeout."""
-
-    def __init__(self, base_url: str, token: str, timeout: float):
-        self.base = base_url.rstrip("/")
-        self.token = token
-        self.timeout = timeout
-        self.session = requests.Session()
-        self.transport_failures = 0
-
-    def request(self, method: str, path: str, *, token: str | None = "default",
-                data: bytes | str | None = None, json_body=None) -> tuple[requests.Response | None, str]:
-        if self.transport_failures >= 3:
-            return None, f"{method} {path}: skipped, the server stopped answering"
-        headers = {}
-        token = self.token if token == "default" else token
-        if token is not None:
-            headers["token"] = token
-        if json_body is not None:
-            data, headers["Content-Type"] = json.dumps(json_body), "application/json"
-        elif data is not None:
-            headers["Content-Type"] = "application/json"
-        try:
-            resp = self.session.request(method, self.base + path, headers=headers, data=data,
-                                        timeout=self.timeout, allow_redirects=False)
-        except requests.RequestException as exc:
-            self.transport_failures += 1
-            return None, f"{method} {path}: no answer ({type(exc).__name__}: {str(exc)[:120]})"
-        self.transport_failures = 0
-        return resp, ""
-
-    def close(self) -> None:
-        self.session.close()
 
 
 def media_type(resp: requests.Response) -> str:
@@ -169,18 +63,6 @@ def error_body_problem(label: str, resp) -> str:
         return f"{label}: body {short(resp.content)} is not JSON {{\"error\": \"...\"}}"
     return ""
 
-
-def make_check(name: str, problems: list[str], ok_detail: str = "", severity: str = "error") -> Check:
-    problems = [p for p in problems if p]
-    if not problems:
-        return Check(name, True, ok_detail, severity)
-    detail = "; ".join(problems)
-    if len(detail) > MAX_DETAIL:
-        detail = detail[:MAX_DETAIL - 3] + "..."
-    return Check(name, False, detail, severity)
-
-
-# ------------------------------------------------------------------ user objects
 
 def parse_stamp(value) -> tuple[datetime | None, str]:
     if not isinstance(value, str) or not RFC3339.match(value):
@@ -422,135 +304,7 @@ def check_no_database(c: Client) -> list[Check]:
     return [make_check("user endpoints without database", problems, "404")]
 
 
-# ------------------------------------------------------------- work per request
-
-def get_burst(c: Client, n: int, rng: random.Random, failures: list[str]) -> Callable[[], int]:
-    def run() -> int:
-        for _ in range(n):
-            uid = rng.randint(1, ROW_COUNT)
-            resp, err = c.request("GET", f"/user/{uid}/")
-            if resp is None or resp.status_code != 200:
-                failures.append(err or f"GET /user/{uid}/: status {resp.status_code}")
-        return n
-    return run
-
-
-def update_burst(c: Client, n: int, rng: random.Random, failures: list[str]) -> Callable[[], int]:
-    def run() -> int:
-        for _ in range(n):
-            uid = rng.randint(1, ROW_COUNT)
-            body = {"username": f"burst_{secrets.token_hex(4)}", "email": f"{secrets.token_hex(4)}@verify.example"}
-            resp, err = c.request("PATCH", f"/user/{uid}/", json_body=body)
-            if resp is None or resp.status_code != 200:
-                failures.append(err or f"PATCH /user/{uid}/: status {resp.status_code}")
-        return n
-    return run
-
-
-# allowed statements per request: (min, max) for SELECT and UPDATE
-ALLOWED = {"get user": {"select": (1, 1), "update": (0, 0)},
-           "update user": {"select": (0, 1), "update": (1, 1)}}
-
-
-def count_problems(test: str, per: querycount.Counts, orm: bool) -> list[str]:
-    """What breaks the statement rules in one measured test, with NOISE slack either way."""
-    errors = []
-    for kind, (low, high) in ALLOWED[test].items():
-        value = getattr(per, kind)
-        allows = f"{low}" if low == high else f"{low} to {high}"
-        if value > high + NOISE:
-            errors.append(f"does {round(value, 2)} {kind.upper()} per {test}, contract allows {allows}")
-        elif value < low - NOISE:
-            errors.append(f"does {round(value, 2)} {kind.upper()} per {test}, contract requires {allows} "
-                          "(answers without asking the database?)")
-    if per.other > NOISE:
-        errors.append(f"does {round(per.other, 2)} other statements per {test} (statements "
-                      "that do not name the users table, such as a SELECT 1 pre-ping or a "
-                      "session reset), contract allows 0")
-    tx = per.transaction
-    if tx is not None and not orm and tx > NOISE:
-        # a raw driver in autocommit sends exactly the contract's statements; BEGIN/COMMIT
-        # around them is work the other raw variants do not do
-        errors.append(f"raw driver does {round(tx, 2)} transaction statements per {test} "
-                      "(BEGIN/COMMIT/SET...), a raw variant is allowed none")
-    elif tx is not None and tx > TX_TOLERANCE + NOISE:
-        errors.append(f"does {round(tx, 2)} transaction statements per {test}, ORM tolerance "
-                      f"{TX_TOLERANCE}")
-    return errors
-
-
-def measure_test(counter, make_burst: Callable[[list[str]], Callable[[], int]],
-                 test: str, orm: bool) -> tuple[querycount.Window, list[str], list[str], int]:
-    """Measure; re-measure up to MEASURE_ATTEMPTS times while the count looks too high or
-    the counters went backwards (other clients of the database server only ever add)."""
-    best, failures, attempts = None, [], 0
-    for attempts in range(1, MEASURE_ATTEMPTS + 1):
-        failures.clear()
-        window = querycount.measure(counter, make_burst(failures))
-        if failures:                       # requests failed: the count means nothing
-            return window, failures, attempts
-        if not window.valid:               # counters reset meanwhile: measure again
-            continue
-        if best is None or window.totals.total() < best.totals.total():
-            best = window
-        errors = count_problems(test, best.per_request(), orm)
-        if not errors or any("requires" in e for e in errors):   # too few is never noise
-            break
-    if best is None:
-        best = window
-    return best, failures, attempts
-
-
-def check_query_counts(c: Client, ep: Endpoint, orm: bool, burst: int,
-                       rng: random.Random, report: Report) -> list[Check]:
-    counter = querycount.open_counter(ep)
-    checks = []
-    try:
-        report.queries["method"] = counter.method
-        for test, maker in (("get user", get_burst), ("update user", update_burst)):
-            window, failures, attempts = measure_test(
-                counter, lambda f, m=maker: m(c, burst, rng, f), test, orm)
-            report.queries[test] = dict(window.to_dict(), attempts=attempts)
-            checks.append(count_check(test, window, failures, attempts, orm))
-            if test == "update user":
-                db.restore(ep)
-    finally:
-        counter.close()
-    return checks
-
-
-def count_check(test: str, window: querycount.Window, failures: list[str], attempts: int,
-                orm: bool) -> Check:
-    name = f"queries per {test}"
-    per = window.per_request()
-    measured = (f"{round(per.select, 2)} SELECT, {round(per.update, 2)} UPDATE, "
-                f"{round(per.other, 2)} other, "
-                + ("? " if per.transaction is None else f"{round(per.transaction, 2)} ")
-                + f"transaction statements per request over {window.requests} requests "
-                f"({window.method}; tolerance ±{NOISE:.0%} of the burst, transaction statements "
-                + (f"up to {TX_TOLERANCE}/request" if orm else "none (raw driver)")
-                + (f"; best of {attempts} attempts" if attempts > 1 else "") + ")")
-    if failures:
-        return Check(name, False, f"{len(failures)} of {window.requests} burst requests failed, "
-                                  f"first: {failures[0]}")
-    if not window.valid:
-        return Check(name, False, "database counters went backwards during the burst "
-                                  "(reset by someone else?); cannot count")
-    errors = count_problems(test, per, orm)
-    if errors:
-        return Check(name, False, "; ".join(errors) + f" [{measured}]")
-    return Check(name, True, measured + (f"; {window.note}" if window.method == "pg_stat_database" else ""))
-
-
 # ------------------------------------------------------------------- entry point
-
-def guarded(name: str, fn: Callable[[], list[Check]]) -> list[Check]:
-    """A harness-side error (database down, bug) fails its group, not the whole run."""
-    try:
-        return fn()
-    except Exception as exc:  # noqa: BLE001
-        return [Check(name, False, f"harness error: {type(exc).__name__}: {str(exc)[:200]}")]
-
 
 def verify_server(base_url: str, *, server_id: str, database: str, orm: bool, token: str,
                   endpoint: Endpoint | None, burst: int = 50, timeout: float = 5.0) -> Report:
