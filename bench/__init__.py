@@ -5,7 +5,8 @@ infra/     hosts, processes, databases: everything that starts a process or read
 load/      load generators (wrk)
 verify/    the contract check, statements per request
 analysis/  pure functions of stored figures: per-sample verdicts, per-case statistics
-storage/   the results document: schema versions, migrations, atomic saves
+storage/   the results document: its typed records and their transitions, schema
+           versions, migrations, atomic saves
 report/    the table model, built once; each format only changes syntax
 cli/       thin commands: run, list, build, serve, verify
 runner.py  one run: the interleaved schedule of samples
