@@ -61,13 +61,6 @@ def expected_distinct_rows(requests: int, rows: int = dataset.ROW_COUNT) -> floa
     return rows * (1 - (1 - 1 / rows) ** requests)
 
 
-def case_record(case: Case, repeat: int) -> CaseRecord:
-    """A case of a new run, its `repeat` samples pending."""
-    v = case.variant
-    return CaseRecord.pending(case.id, case.key(), v.server.id, v.database, v.orm, case.test,
-                              repeat)
-
-
 class Run:
     def __init__(self, settings: Settings, cases: list[Case],
                  previous: tuple[RunRecord, Path] | None = None, hosts: Hosts | None = None,
@@ -123,7 +116,7 @@ class Run:
         self.doc = RunRecord.new(
             run_id=run_id, settings=settings.public(), environment=env,
             load=self._load_record(), servers=servers,
-            cases=[case_record(c, settings.repeat) for c in cases],
+            cases=[CaseRecord.planned(c, settings.repeat) for c in cases],
             schedule=Schedule(order_seed=settings.order_seed, rounds=settings.repeat,
                               order=order),
             topology=topology.record(self.hosts), unavailable=self.unavailable)

@@ -8,11 +8,14 @@ into its history and gives it fresh pending samples.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from bench.storage import results
 from bench.storage.record import ABSENT, Record, optional
 from bench.storage.sample import SampleRecord
+
+if TYPE_CHECKING:
+    from bench.core.plan import Case
 
 # the case statuses --rerun-failed measures again
 RERUN = (results.FAILED, results.INVALID, results.VERIFICATION_FAILED, results.INTERRUPTED)
@@ -45,11 +48,12 @@ class CaseRecord(Record):
     history: list[HistoryEntry] = optional()
 
     @classmethod
-    def pending(cls, case_id: str, key: dict, server: str, database: str, orm: bool,
-                test: str, repeat: int) -> "CaseRecord":
+    def planned(cls, case: "Case", repeat: int) -> "CaseRecord":
         """A case of a new run: `repeat` pending samples, sample i in round i."""
-        return cls(id=case_id, key=dict(key), server=server, database=database, orm=orm,
-                   test=test, samples=[SampleRecord.pending(i, i) for i in range(repeat)])
+        v = case.variant
+        return cls(id=case.id, key=case.key(), server=v.server.id, database=v.database,
+                   orm=v.orm, test=case.test,
+                   samples=[SampleRecord.pending(i, i) for i in range(repeat)])
 
     @property
     def variant_key(self) -> str:

@@ -52,8 +52,7 @@ def case_doc(server, database, orm, test, rps=(1000.0,), status="ok", reason=Non
     """A case as stored: one sample per value of `rps`, each with `status`."""
     from bench.core.plan import Case, LoadParams, Variant
     case = Case(Variant(_Spec(server), database, orm), test, load or LoadParams(connections))
-    record = CaseRecord.pending(case.id, case.key(), server, database, orm, test,
-                                len(rps) or 1)
+    record = CaseRecord.planned(case, len(rps) or 1)
     for sample, value in zip(record.samples, rps):
         sample.status, sample.reason, sample.warnings = status, reason, list(warnings)
         sample.summary = summary(value, 1000 / value) if status in ("ok", "invalid") else None
