@@ -112,9 +112,6 @@ class SampleRecord(Record):
     def begin(self, at: str) -> None:
         self.started_at = at
 
-    def mark_ok(self) -> None:
-        self._become(results.OK, None)
-
     def mark_invalid(self, reason: str) -> None:
         """Measured, but the figure does not stand (errors, a check refuted it)."""
         self._become(results.INVALID, reason)
