@@ -14,7 +14,7 @@ from bench.storage.case import CaseRecord
 from bench.storage.document import RunRecord, load_run
 from bench.storage.record import Record, RecordError
 from bench.storage.sample import BurstRecord, GeneratorRecord, SampleRecord
-from tests.unit.conftest import case_doc, run_doc, summary
+from tests.unit.conftest import case_doc, run_doc
 
 ROOT = Path(__file__).resolve().parents[2]
 
