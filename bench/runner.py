@@ -13,19 +13,19 @@ from pathlib import Path
 from bench.analysis import judge, statistics
 from bench.core import dataset
 from bench.core.plan import Case, LoadParams, Sample, databases_needed, schedule
-from bench.core.settings import NO_PROXY, Settings, parse_rate
+from bench.core.settings import NO_PROXY, parse_rate
 from bench.infra import databases, db, environment
 from bench.infra import state as run_state
 from bench.infra import topology
-from bench.infra.hosts import Hosts
 from bench.infra.lifecycle import Running, running_server
 from bench.infra.resources import ConnectionSpread, ResourceSampler
-from bench.infra.server import ServerError, ServerProcess, build, log_tail
+from bench.infra.server import ServerError, ServerProcess, log_tail
 from bench.infra.settle import settle
 from bench.infra.signals import shielded, sigterm_as_interrupt
 from bench.load import oha, wrk
 from bench.report import formats, html, tables
 from bench.report.progress import Display
+from bench.session import Session
 from bench.storage import results
 from bench.storage.resume import TO_MEASURE
 from bench.verify import verifier
@@ -73,27 +73,35 @@ def blank_case(case: Case, repeat: int) -> dict:
 
 
 class Run:
-    def __init__(self, settings: Settings, cases: list[Case],
-                 previous: tuple[dict, Path] | None = None, hosts: Hosts | None = None,
-                 unavailable: dict[str, str] | None = None):
-        """A new run of `cases`, or (`previous`: a stored document and its folder, as
-        prepared by bench.storage.resume) the continuation of a stored one, whose samples
-        still pending or interrupted are measured into the same document. `unavailable`:
-        the servers left out because this machine lacks their toolchain, with why (stored,
-        so the tables say it)."""
-        self.settings, self.cases = settings, cases
+    def __init__(self, session: Session, cases: list[Case],
+                 previous: tuple[dict, Path] | None = None,
+                 unavailable: dict[str, str] | None = None, *, new_order: bool = False):
+        """A new run of `cases` in an entered `session` (its hosts, databases and builds),
+        or (`previous`: a stored document and its folder, as prepared by
+        bench.storage.resume) the continuation of a stored one, whose samples still
+        pending or interrupted are measured into the same document. `unavailable`: the
+        servers left out because this machine lacks their toolchain, with why (stored, so
+        the tables say it). `new_order`: draw an order seed even if one was asked for
+        (calibrate's second run gets an order of its own)."""
+        self.session, self.cases = session, cases
         self.unavailable = dict(unavailable or {})
         # which machine runs each role (a role not in the hosts file runs here)
-        self.hosts = hosts or Hosts()
-        self.client_host = self.hosts.for_role("client")
-        self.server_host = self.hosts.for_role("server")
-        self.db_host = self.hosts.for_role("database")
+        self.hosts = session.hosts
+        self.client_host = session.host("client")
+        self.server_host = session.host("server")
+        self.db_host = session.host("database")
         if previous is not None:
             self.doc, self.run_dir = previous
-            settings.order_seed = self.doc["schedule"]["order_seed"]
-        elif settings.order_seed is None:
-            settings.order_seed = random.SystemRandom().randrange(2**31)
-        self.samples: list[Sample] = schedule(cases, settings.repeat, settings.order_seed)
+            order_seed = self.doc["schedule"]["order_seed"]
+        elif session.context.order_seed is None or new_order:
+            order_seed = random.SystemRandom().randrange(2**31)
+        else:
+            order_seed = session.context.order_seed
+        # the settings as asked; what this run resolved (the order seed, the servers'
+        # address) is beside them in the context
+        self.context = session.context.with_order_seed(order_seed)
+        self.settings = settings = self.context.settings
+        self.samples: list[Sample] = schedule(cases, settings.repeat, order_seed)
         order = [f"{s.case.id}#{s.index}" for s in self.samples]
         if previous is None:
             self._new_document(order)
@@ -115,7 +123,7 @@ class Run:
     def _new_document(self, order: list[str]) -> None:
         settings, cases = self.settings, self.cases
         run_id = results.new_run_id()
-        self.doc = results.new_document(run_id, settings.public(), environment.environment(),
+        self.doc = results.new_document(run_id, self.context.public(), environment.environment(),
                                         self._load_record())
         if self.unavailable:
             self.doc["unavailable"] = self.unavailable
@@ -127,7 +135,7 @@ class Run:
                                      "versions": environment.server_versions(s.dir)}
                                for sid, s in specs.items()}
         self.doc["cases"] = [blank_case(c, settings.repeat) for c in cases]
-        self.doc["schedule"] = {"order_seed": settings.order_seed, "rounds": settings.repeat,
+        self.doc["schedule"] = {"order_seed": self.context.order_seed, "rounds": settings.repeat,
                                 "order": order}
         self.doc["topology"] = topology.record(self.hosts)
 
@@ -179,7 +187,7 @@ class Run:
         if run_state.ACTIVE is not None:
             run_state.ACTIVE.run_dir(self.run_dir)
         show.run_started(self.run_id, len(self.cases), self.settings.repeat, str(self.run_dir),
-                         self.settings.order_seed)
+                         self.context.order_seed)
         if len(todo) != len(self.samples):
             show.note(f"{len(todo)} of {len(self.samples)} samples to measure")
         for server_id, why in self.unavailable.items():
@@ -219,10 +227,9 @@ class Run:
                     f.write(traceback.format_exc())
         finally:
             with shielded():
-                if self.provider is not None:
-                    left = self.provider.stop()
-                    if left:        # e.g. a data folder kept because a process still uses it
-                        self.doc["cleanup_problems"] = left
+                left = self.session.stop_databases()
+                if left:            # e.g. a data folder kept because a process still uses it
+                    self.doc["cleanup_problems"] = left
                 self.doc["finished_at"] = results.now_iso()
                 self.save()
                 self._write_tables()
@@ -231,12 +238,11 @@ class Run:
     def _keep_database_up(self, engine: str) -> None:
         """A database that died (in an earlier sample, or between samples) is restarted
         before the next sample that needs it; the restart is recorded."""
-        if engine == "none" or self.provider is None or self.provider.alive(engine):
+        if engine not in self.endpoints or self.session.alive(engine):
             return
         self.display.error(f"the {engine} database is down: restarting it")
         started = results.now_iso()
-        self.endpoints[engine] = self.provider.restart(engine)
-        self._pin_databases()
+        self.endpoints[engine] = self.session.restart(engine)
         self.doc["databases"][engine].setdefault("restarts", []).append(started)
 
     def _after_sample(self, sample: Sample, record: dict) -> None:
@@ -262,48 +268,17 @@ class Run:
                     record.update(status=sample_status, reason=sample_reason)
 
     def _provision(self, engines: list[str]) -> None:
-        remote = self.hosts.is_remote("database")
-        prov = databases.for_settings(
-            self.settings, engines, host=self.db_host,
-            # a database on another machine listens on its address, where servers reach it
-            listen_address=self.hosts.specs["database"].address if remote else "127.0.0.1",
-            mode=self.hosts.database_mode)
-        self.display.step(f"databases ({prov.mode}): starting {', '.join(engines)}")
-        try:
-            self.endpoints = prov.start()
-        except BaseException:
-            prov.stop()
-            raise
-        self.provider = prov
-        self._pin_databases()
+        self.endpoints = self.session.start_databases(engines, self.display)
+        self.provider = self.session.provider
         for engine, ep in self.endpoints.items():
-            self.doc["databases"][engine] = {**ep.public(), "mode": prov.mode,
+            self.doc["databases"][engine] = {**ep.public(), "mode": self.provider.mode,
                                              "version": database_version(ep)}
 
-    def _pin_databases(self) -> None:
-        """--db-cpus: every thread of every database process; the backends PostgreSQL
-        forks for new connections inherit the postmaster's mask."""
-        cpus = self.settings.cpus("db")
-        if cpus is None:
-            return
-        for engine in self.endpoints:
-            for pid in self.provider.pids(engine):
-                self.db_host.pin(pid, cpus)
-
     def _build_all(self, specs: dict) -> None:
-        for spec in specs.values():
-            if not spec.build:
-                continue
-            self.display.step(f"building {spec.id} (log: logs/build-{spec.id}.log)")
-            try:
-                seconds = build(spec, self.settings, self.logs / f"build-{spec.id}.log",
-                                host=self.server_host)
-                self.doc["builds"][spec.id] = {"ok": True, "seconds": round(seconds, 2),
-                                               "error": None}
-            except ServerError as exc:
-                self.build_errors[spec.id] = exc.reason
-                self.doc["builds"][spec.id] = {"ok": False, "seconds": 0, "error": str(exc)}
-                self.display.error(str(exc))
+        for server_id, built in self.session.builds(specs.values(), self.logs, self.display):
+            self.doc["builds"][server_id] = built.as_dict()
+            if not built.ok:
+                self.build_errors[server_id] = built.reason
             self.save()
 
     # ------------------------------------------------------------------ one sample
@@ -322,7 +297,7 @@ class Run:
         record["log"] = str(log_path.relative_to(self.run_dir))
         check = verifier(self.settings.token) if (self.settings.verify and known is None) else None
         try:
-            with running_server(v, self.settings, endpoint, log_path, verifier=check,
+            with running_server(v, self.context.launch, endpoint, log_path, verifier=check,
                                 overhead_s=record["overhead_s"],
                                 settle_db=self._settler(endpoint),
                                 proxy=self.proxies.get(case.load.proxy),
