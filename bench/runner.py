@@ -123,8 +123,8 @@ class Run:
     def _new_document(self, order: list[str]) -> None:
         settings, cases = self.settings, self.cases
         run_id = results.new_run_id()
-        self.doc = results.new_document(run_id, self.context.public(), environment.environment(),
-                                        self._load_record())
+        self.doc = results.new_document(run_id, self.context.public(),
+                                        environment.environment(), self._load_record())
         if self.unavailable:
             self.doc["unavailable"] = self.unavailable
         machine = self.doc["environment"]["machine_id"] = environment.fingerprint(self.doc["environment"])

@@ -12,8 +12,8 @@
 Entering opens the hosts' connections and runs the preflight (PreflightError lists what
 is missing); the databases and builds are started by the caller, when it is ready to
 record them; leaving stops the databases and closes the hosts, shielded against Ctrl-C,
-and says (and keeps, in `cleanup_problems`) what could not be cleaned up. Between entering and
-leaving, SIGTERM stops the command the way Ctrl-C does.
+and says (and keeps, in `cleanup_problems`) what could not be cleaned up. Between
+entering and leaving, SIGTERM stops the command the way Ctrl-C does.
 """
 from __future__ import annotations
 
@@ -191,9 +191,6 @@ class Session:
         self.endpoints[engine] = self.provider.restart(engine)
         self._pin_databases()
         return self.endpoints[engine]
-
-    def database_pids(self, engine: str) -> list[int]:
-        return self.provider.pids(engine) if self.provider is not None else []
 
     def stop_databases(self) -> list[str]:
         """Stop them (unless --keep-db); what could not be cleaned up, e.g. a data folder
