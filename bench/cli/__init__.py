@@ -12,6 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
+from bench import session
 from bench.cli import arguments, compare, report
 from bench.core import manifest
 from bench.core.settings import TESTS, SelectionError, Settings, validate
@@ -40,6 +41,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_modes(run)
     arguments.add_server_settings(run)
     arguments.add_databases(run)
+    arguments.add_hosts(run)
 
     sub.add_parser("list", help="show the servers, their variants, whether this machine can "
                                 "run them, and the tests")
@@ -51,6 +53,7 @@ def parser() -> argparse.ArgumentParser:
     build = sub.add_parser("build", help="run the build step of the selected servers' manifests")
     build.add_argument("--servers", type=arguments.csv_list, default=[], metavar="A,B")
     build.add_argument("--servers-dir", action="append", type=Path, default=[])
+    arguments.add_hosts(build)
 
     serve = sub.add_parser("serve", help="start one server against a restored database, in "
                                          "the foreground, for debugging by hand")
@@ -61,12 +64,14 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--servers-dir", action="append", type=Path, default=[])
     arguments.add_server_settings(serve)
     arguments.add_databases(serve)
+    arguments.add_hosts(serve)
 
     ver = sub.add_parser("verify", help="verify the selected servers against the contract, "
                                         "without load")
     arguments.add_selection(ver)
     arguments.add_server_settings(ver)
     arguments.add_databases(ver)
+    arguments.add_hosts(ver)
     ver.add_argument("--results-dir", type=Path, default=Settings().results_dir)
 
     compare.add_parser(sub)
@@ -76,6 +81,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_load(cal)
     arguments.add_server_settings(cal)
     arguments.add_databases(cal)
+    arguments.add_hosts(cal)
     report.add_parsers(sub, Settings().results_dir)
     return top
 
@@ -95,36 +101,27 @@ def cmd_list(specs: dict) -> int:
     return 0
 
 
-def cmd_build(settings: Settings, specs: dict) -> int:
-    from bench.infra.server import ServerError, build
+def cmd_build(settings: Settings, specs: dict, hosts) -> int:
+    from bench.core.plan import check_available
     from bench.paths import CACHE_DIR
     validate(settings, list(specs))
-    unavailable = toolchains.unavailable(specs)
-    from bench.core.plan import check_available
+    unavailable = session.servers_unavailable(specs, hosts)
     check_available(settings.servers, unavailable)
+    chosen = []
     for server_id in settings.servers or sorted(specs):
-        spec = specs[server_id]
         if server_id in unavailable:
-            print(f"not building {spec.id}: unavailable on this machine: "
+            print(f"not building {server_id}: unavailable on this machine: "
                   f"{unavailable[server_id]}")
-            continue
-        if spec.build:
-            log = CACHE_DIR / f"build-{spec.id}.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            print(f"building {spec.id} (log: {log})", flush=True)
-            try:
-                seconds = build(spec, settings, log)
-            except ServerError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 1
-            print(f"built {spec.id} in {seconds:.1f} s")
-    return 0
+        else:
+            chosen.append(specs[server_id])
+    with session.Session(settings, hosts=hosts, needs=session.FOR_BUILD) as opened:
+        failed = [sid for sid, built in opened.builds(chosen, CACHE_DIR) if not built.ok]
+    return 1 if failed else 0
 
 
 def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
     from bench.cli.resume import NothingToDo, reopen
     from bench.core.plan import plan
-    from bench.infra import preflight
     from bench.infra.proxy import available_proxies
     from bench.runner import Run
     previous = None
@@ -139,32 +136,20 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
             return 0
         print(f"{kind}: {previous[1]} with its stored settings (other selection and load "
               f"flags are not used)")
-    hosts = load_hosts(args.hosts, args.ssh_config)
-    # toolchains are checked where the servers are built; on another machine its own
-    # `make setup` and the preflight's `requires` check stand for it
-    unavailable = {} if hosts.is_remote("server") else toolchains.unavailable(specs)
+    hosts = arguments.hosts_from(args)
+    unavailable = session.servers_unavailable(specs, hosts)
     cases = plan(settings, specs, list(available_proxies()), unavailable)
     if not cases:
         print("nothing to run: the selection matches no case", file=sys.stderr)
         return EXIT_USAGE
-    if hosts.is_remote("server"):
-        # servers listen on their machine's address, where clients and the harness reach them
-        settings.host = hosts.specs["server"].address
-    with hosts:
-        problems = preflight.problems(settings, cases, hosts)
-        if problems:
-            for problem in problems:
-                print(f"error: {problem}", file=sys.stderr)
-            return 1
+    with session.Session(settings, cases, hosts=hosts, needs=session.FOR_RUN) as opened:
         try:
-            run = Run(settings, cases, previous, hosts,
+            run = Run(opened, cases, previous,
                       {k: v for k, v in unavailable.items() if not settings.servers})
         except ValueError as exc:          # a stored schedule today's servers cannot give
             raise SelectionError(f"cannot continue {previous[1]}: {exc} (a server added or "
                                  f"removed since?)") from None
         doc = run.execute(getattr(args, "display", "auto"))
-    for problem in hosts.close_problems:
-        print(f"error: {problem}", file=sys.stderr)
     if doc["status"] == "interrupted":
         return EXIT_INTERRUPTED
     bad = [c for c in doc["cases"] if c["status"] != results.OK]
@@ -173,17 +158,6 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0
-
-
-def load_hosts(path, ssh_config):
-    """The roles' hosts (all local without --hosts); HostsError is bad input."""
-    from bench.infra.hosts import Hosts, HostsError, load_hosts as load
-    if path is None:
-        return Hosts()
-    try:
-        return load(path, **({"config": [str(ssh_config)]} if ssh_config else {}))
-    except HostsError as exc:
-        raise SelectionError(str(exc)) from None
 
 
 def clean_up_after_dead_runs() -> None:
@@ -220,21 +194,25 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return cmd_list(specs)
         if args.command == "build":
-            return cmd_build(settings, specs)
+            return cmd_build(settings, specs, arguments.hosts_from(args))
         if args.command == "serve":
             from bench.cli.serve import serve
-            return serve(settings, specs, args.server, args.database, args.orm)
+            return serve(settings, specs, args.server, args.database, args.orm,
+                         arguments.hosts_from(args))
         if args.command == "verify":
             from bench.cli.verify import verify_selection
-            return verify_selection(settings, specs)
+            return verify_selection(settings, specs, arguments.hosts_from(args))
         if args.command == "calibrate":
             from bench.cli.calibrate import calibrate
-            wrk.require_wrk()
-            return calibrate(settings, specs)
+            return calibrate(settings, specs, arguments.hosts_from(args))
         return cmd_run(settings, specs, args)
     except (SelectionError, manifest.ManifestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except session.PreflightError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1
     except (wrk.LoadError, databases.ProvisionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

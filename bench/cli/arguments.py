@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import fields, replace
 from pathlib import Path
 
-from bench.core.settings import ORM_CHOICES, PRESETS, TESTS, Settings, \
+from bench.core.settings import ORM_CHOICES, PRESETS, TESTS, SelectionError, Settings, \
     normalise_test
 from bench.paths import SERVERS_DIR
 
@@ -66,6 +67,27 @@ def add_databases(p: argparse.ArgumentParser) -> None:
                    help="leave local/docker databases and their data behind (debugging)")
 
 
+def add_hosts(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("machines")
+    g.add_argument("--hosts", type=Path, default=None, metavar="FILE",
+                   help="run the load generator, the servers and the databases on other "
+                        "machines over SSH (README, \"Several machines\")")
+    g.add_argument("--ssh-config", type=Path, default=None, metavar="FILE",
+                   help="an OpenSSH client configuration for --hosts (default: ~/.ssh/config)")
+
+
+def hosts_from(args: argparse.Namespace):
+    """The roles' hosts (all local without --hosts); HostsError is bad input."""
+    from bench.infra.hosts import Hosts, HostsError, load_hosts
+    path, ssh_config = getattr(args, "hosts", None), getattr(args, "ssh_config", None)
+    if path is None:
+        return Hosts()
+    try:
+        return load_hosts(path, **({"config": [str(ssh_config)]} if ssh_config else {}))
+    except HostsError as exc:
+        raise SelectionError(str(exc)) from None
+
+
 def add_load(p: argparse.ArgumentParser) -> None:
     d = Settings()
     g = p.add_argument_group("load and samples (a preset sets duration, warm-up, repeat and "
@@ -105,11 +127,6 @@ def add_load(p: argparse.ArgumentParser) -> None:
                         "of variation) is flagged unstable (default: %(default)s %%)")
     g.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip verification before load (numbers are then unverified)")
-    g.add_argument("--hosts", type=Path, default=None, metavar="FILE",
-                   help="run the load generator, the servers and the databases on other "
-                        "machines over SSH (README, \"Several machines\")")
-    g.add_argument("--ssh-config", type=Path, default=None, metavar="FILE",
-                   help="an OpenSSH client configuration for --hosts (default: ~/.ssh/config)")
     g.add_argument("--quiet", "-q", dest="display", action="store_const", const="quiet",
                    default="auto", help="print only errors and the final tables (default: a "
                                         "live display on a terminal, one line per event "
@@ -161,27 +178,24 @@ def int_list(value: str) -> list[int]:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    s = Settings()
+    """The preset (for a command with load flags), then every flag given on top of it."""
+    base = Settings()
     if getattr(args, "preset", None) or hasattr(args, "duration"):
-        s.apply_preset(getattr(args, "preset", None) or "default")
-    for name in vars(s):
-        value = getattr(args, name, None)
-        if value is None or name in ("tests", "servers_dirs", "error_threshold", "unstable_cv",
-                                     "preset", "connections"):
-            continue
-        setattr(s, name, value)
+        base = base.with_preset(getattr(args, "preset", None) or "default")
+    given = {f.name: getattr(args, f.name) for f in fields(Settings)
+             if getattr(args, f.name, None) is not None
+             and f.name not in ("tests", "servers_dirs", "error_threshold", "unstable_cv",
+                                "preset", "connections")}
     levels = getattr(args, "connections", None)
     if levels:
-        s.connections = levels[0]
-        s.connection_levels = levels if len(levels) > 1 else None
-    if not isinstance(s.orm, str):        # `serve --orm` is a flag, not a selection
-        s.orm = "orm" if s.orm else "raw"
+        given.update(connections=levels[0], connection_levels=levels if len(levels) > 1 else None)
+    if not isinstance(given.get("orm", base.orm), str):   # `serve --orm` is a flag, not a selection
+        given["orm"] = "orm" if given["orm"] else "raw"
     if hasattr(args, "tests"):
-        s.tests = [normalise_test(t) for t in args.tests]
+        given["tests"] = [normalise_test(t) for t in args.tests]
     if getattr(args, "error_threshold", None) is not None:
-        s.error_threshold = args.error_threshold / 100
+        given["error_threshold"] = args.error_threshold / 100
     if getattr(args, "unstable_cv", None) is not None:
-        s.unstable_cv = args.unstable_cv / 100
-    s.servers_dirs = [SERVERS_DIR, *getattr(args, "servers_dir", [])]
-    return s
-
+        given["unstable_cv"] = args.unstable_cv / 100
+    given["servers_dirs"] = [SERVERS_DIR, *getattr(args, "servers_dir", [])]
+    return replace(base, **given)

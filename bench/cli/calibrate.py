@@ -8,24 +8,26 @@ import sys
 from bench.analysis import compare
 from bench.core.plan import plan
 from bench.core.settings import Settings
-from bench.setup import toolchains
+from bench.session import FOR_RUN, Session, servers_unavailable
 from bench.storage import calibration
 
 
-def calibrate(settings: Settings, specs: dict) -> int:
+def calibrate(settings: Settings, specs: dict, hosts=None) -> int:
     from bench.runner import Run
-    unavailable = toolchains.unavailable(specs)
+    unavailable = servers_unavailable(specs, hosts)
     cases = plan(settings, specs, unavailable=unavailable)
     docs = []
-    for attempt in (1, 2):
-        print(f"calibration run {attempt} of 2", flush=True)
-        doc = Run(settings, cases, unavailable=unavailable if not settings.servers else {}) \
-            .execute()
-        if doc["status"] != "complete":
-            print(f"calibration stopped: run {doc['run_id']} is {doc['status']}", file=sys.stderr)
-            return 130 if doc["status"] == "interrupted" else 1
-        docs.append(doc)
-        settings.order_seed = None          # the second run gets an order of its own
+    with Session(settings, cases, hosts=hosts, needs=FOR_RUN) as session:
+        for attempt in (1, 2):
+            print(f"calibration run {attempt} of 2", flush=True)
+            # the second run gets an order of its own
+            doc = Run(session, cases, unavailable=unavailable if not settings.servers else {},
+                      new_order=attempt > 1).execute()
+            if doc["status"] != "complete":
+                print(f"calibration stopped: run {doc['run_id']} is {doc['status']}",
+                      file=sys.stderr)
+                return 130 if doc["status"] == "interrupted" else 1
+            docs.append(doc)
     thresholds = compare.calibrate(*docs)
     machine = compare.machine_id(docs[0])
     path = calibration.save(settings.results_dir, machine, thresholds,

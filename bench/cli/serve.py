@@ -6,14 +6,12 @@ import shlex
 import time
 
 from bench.core.manifest import BudgetError, ServerSpec
-from bench.core.plan import Variant, check_available
-from bench.core.settings import SelectionError, Settings
-from bench.infra import databases
+from bench.core.plan import Case, Variant, check_available
+from bench.core.settings import DB_TESTS, NO_DB_TESTS, SelectionError, Settings
 from bench.infra.lifecycle import running_server
-from bench.infra.server import ServerError, build, db_budget
-from bench.infra.signals import sigterm_as_interrupt
-from bench.setup import toolchains
+from bench.infra.server import ServerError, db_budget
 from bench.paths import CACHE_DIR
+from bench.session import FOR_SERVE, Session, servers_unavailable
 
 
 def curl_examples(base: str, token: str, with_db: bool) -> list[str]:
@@ -33,10 +31,10 @@ def curl_examples(base: str, token: str, with_db: bool) -> list[str]:
 
 
 def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, database: str,
-          orm: bool) -> int:
+          orm: bool, hosts=None) -> int:
     if server_id not in specs:
         raise SelectionError(f"unknown server {server_id!r}; valid: {', '.join(sorted(specs))}")
-    check_available([server_id], toolchains.unavailable({server_id: specs[server_id]}))
+    check_available([server_id], servers_unavailable({server_id: specs[server_id]}, hosts))
     spec = specs[server_id]
     if database != "none" and (database, orm) not in spec.variants():
         valid = ", ".join(f"--db {d}{' --orm' if o else ''}" for d, o in spec.variants())
@@ -47,16 +45,16 @@ def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, data
         db_budget(spec, settings, database)
     except BudgetError as exc:
         raise SelectionError(str(exc)) from None
-    provider, endpoint = None, None
-    try:
-        with sigterm_as_interrupt():
-            if database != "none":
-                provider = databases.for_settings(settings, [database])
-                endpoint = provider.start()[database]
-            if spec.build:
-                print(f"building {spec.id} ...", flush=True)
-                build(spec, settings, CACHE_DIR / f"build-{spec.id}.log")
-            with running_server(variant, settings, endpoint, log_path=None) as running:
+    # the requests the curl examples send: what the preflight checks the server for
+    cases = [Case(variant, test) for test in (DB_TESTS if database != "none" else NO_DB_TESTS)]
+    with Session(settings, cases, hosts=hosts, needs=FOR_SERVE) as session:
+        try:
+            endpoint = session.start_databases().get(database)
+            for _, built in session.builds([spec], CACHE_DIR):
+                if not built.ok:
+                    return 1                      # the session said why
+            with running_server(variant, session.launch, endpoint, log_path=None,
+                                host=session.host("server")) as running:
                 server = running.server
                 print(f"\n{spec.id} ({variant.key}) is ready at {server.base_url}  "
                       f"[{settings.workers} workers, {server.pool_size} DB connection(s) per "
@@ -71,12 +69,9 @@ def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, data
                     time.sleep(0.5)
                 print(f"{spec.id} exited with code {server.proc.returncode}")
                 return 1
-    except KeyboardInterrupt:
-        print("\nstopping ...")
-        return 0
-    except ServerError as exc:
-        print(f"error: {exc}")
-        return 1
-    finally:
-        if provider is not None:
-            provider.stop()
+        except KeyboardInterrupt:
+            print("\nstopping ...")
+            return 0
+        except ServerError as exc:
+            print(f"error: {exc}")
+            return 1

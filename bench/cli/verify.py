@@ -7,57 +7,60 @@ from __future__ import annotations
 import json
 
 from bench.core.manifest import ServerSpec
-from bench.core.plan import databases_needed, plan
+from bench.core.plan import plan
 from bench.core.settings import SelectionError, Settings
-from bench.infra import databases
 from bench.infra.lifecycle import running_server
-from bench.infra.server import ServerError, build
-from bench.infra.signals import sigterm_as_interrupt
-from bench.setup import toolchains
+from bench.infra.server import ServerError
+from bench.session import FOR_VERIFY, Session, servers_unavailable
 from bench.storage import results
 from bench.verify import verifier
 
 
-def verify_selection(settings: Settings, specs: dict[str, ServerSpec]) -> int:
-    cases = plan(settings, specs, unavailable=toolchains.unavailable(specs))
+def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=None) -> int:
+    cases = plan(settings, specs, unavailable=servers_unavailable(specs, hosts))
     variants = list(dict.fromkeys(c.variant for c in cases))
     if not variants:
         raise SelectionError("the selection matches no server variant")
     run_dir = settings.results_dir / f"verify-{results.new_run_id()}"
-    run_dir.mkdir(parents=True, exist_ok=True)
     reports: dict[str, dict] = {}
-    engines = databases_needed(cases)
-    provider = databases.for_settings(settings, engines) if engines else None
-    try:
-        with sigterm_as_interrupt():
-            endpoints = provider.start() if provider else {}
-            for spec in {v.server.id: v.server for v in variants}.values():
-                if spec.build:
-                    print(f"building {spec.id} ...", flush=True)
-                    build(spec, settings, run_dir / f"build-{spec.id}.log")
+    with Session(settings, cases, hosts=hosts, needs=FOR_VERIFY) as session:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            endpoints = session.start_databases()
+            unbuilt = {sid: built.reason for sid, built in
+                       session.builds({v.server.id: v.server for v in variants}.values(),
+                                      run_dir) if not built.ok}
             for v in variants:
+                if v.server.id in unbuilt:
+                    reports[v.key] = {"passed": False,
+                                      "reason": f"did not build: {unbuilt[v.server.id]}"}
+                    print(f"{v.key}: FAILED to build\n", flush=True)
+                    continue
                 log = run_dir / f"{v.key.replace('/', '__')}.log"
                 try:
-                    with running_server(v, settings, endpoints.get(v.database), log,
-                                        verifier=verifier(settings.token)) as running:
+                    with running_server(v, session.launch, endpoints.get(v.database), log,
+                                        verifier=verifier(settings.token),
+                                        host=session.host("server")) as running:
                         report = running.verification
                     reports[v.key] = report.to_dict()
                     print(report.summary_text() + "\n", flush=True)
                 except ServerError as exc:
                     reports[v.key] = {"passed": False, "reason": f"did not start: {exc}"}
                     print(f"{v.key}: FAILED to start: {exc}\n", flush=True)
-    except KeyboardInterrupt:
-        print("\ninterrupted: reports so far are kept")
-    finally:
-        if provider:
-            provider.stop()
-        (run_dir / "verification.json").write_text(json.dumps(reports, indent=2, default=str) + "\n")
-        with open(run_dir / "verification.txt", "w") as f:
-            f.write("\n".join(f"{k}: {'passed' if r['passed'] else 'FAILED: ' + r['reason']}"
-                              for k, r in reports.items()) + "\n")
+        except KeyboardInterrupt:
+            print("\ninterrupted: reports so far are kept")
+        finally:
+            write_reports(run_dir, reports)
     failed = [k for k, r in reports.items() if not r["passed"]]
     print(f"{len(reports) - len(failed)} of {len(variants)} variants passed; "
           f"report: {run_dir / 'verification.json'}")
     for key in failed:
         print(f"  FAILED {key}: {reports[key]['reason']}")
     return 0 if not failed and len(reports) == len(variants) else 1
+
+
+def write_reports(run_dir, reports: dict[str, dict]) -> None:
+    (run_dir / "verification.json").write_text(json.dumps(reports, indent=2, default=str) + "\n")
+    with open(run_dir / "verification.txt", "w") as f:
+        f.write("\n".join(f"{k}: {'passed' if r['passed'] else 'FAILED: ' + r['reason']}"
+                          for k, r in reports.items()) + "\n")

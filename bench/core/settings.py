@@ -7,7 +7,7 @@ never stored with a setting that did not run.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from bench.core.manifest import KNOWN_DATABASES
@@ -81,12 +81,21 @@ def default_threads(connections: int, cpus: int | None = None) -> int:
     return threads
 
 
-@dataclass
+# the fields that hold several values: tuples, so that a Settings cannot change after
+# parsing (a caller may still give lists; they are frozen on construction)
+SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
+                   "behind", "rates", "servers_dirs")
+
+
+@dataclass(frozen=True)
 class Settings:
-    servers: list[str] = field(default_factory=list)      # empty = all
-    databases: list[str] = field(default_factory=lambda: list(KNOWN_DATABASES))
+    """What was asked for, as parsed; never changed afterwards. What a run decides for
+    itself (the server host's address from --hosts, the drawn order seed) is kept beside
+    it, in bench.core.context.RunContext."""
+    servers: tuple[str, ...] = ()                        # empty = all
+    databases: tuple[str, ...] = tuple(KNOWN_DATABASES)
     orm: str = "both"
-    tests: list[str] = field(default_factory=lambda: list(TESTS))
+    tests: tuple[str, ...] = TESTS
     preset: str = "default"
     duration: float = PRESETS["default"].duration
     warmup: float = PRESETS["default"].warmup
@@ -95,11 +104,11 @@ class Settings:
     threads: int | None = None           # None: default_threads(connections)
     # the concurrency sweep: several client connection counts, each its own case (None:
     # just `connections`, which a preset sets)
-    connection_levels: list[int] | None = None
-    connection_modes: list[str] = field(default_factory=lambda: ["keep-alive"])
+    connection_levels: tuple[int, ...] | None = None
+    connection_modes: tuple[str, ...] = ("keep-alive",)
     # "none" = clients talk to the server directly; a proxy name (proxies/<name>/) puts
     # that reverse proxy in front of every server; several = each a case of its own
-    behind: list[str] = field(default_factory=lambda: [NO_PROXY])
+    behind: tuple[str, ...] = (NO_PROXY,)
     # measure the reference servers (manifest `reference = true`, e.g. nginx answering
     # from its config) in the same run, as the ceiling of the `plain`/`to json` tables
     ceiling: bool = True
@@ -108,7 +117,7 @@ class Settings:
     client_cpus: str | None = None
     db_cpus: str | None = None
     # open-model points: "50%" of the case's measured maximum req/s, or absolute req/s
-    rates: list[str] = field(default_factory=list)
+    rates: tuple[str, ...] = ()
     # the knee of a latency-vs-rate curve: the highest rate whose p99 stays under this
     knee_p99_ms: float = 20.0
     # after the measured window: this many seconds of new connections (Connection: close
@@ -138,7 +147,13 @@ class Settings:
     mysql_dsn: str | None = None
     keep_db: bool = False
     results_dir: Path = REPO / "results"
-    servers_dirs: list[Path] = field(default_factory=lambda: [REPO / "servers"])
+    servers_dirs: tuple[Path, ...] = (REPO / "servers",)
+
+    def __post_init__(self) -> None:
+        for name in SEQUENCE_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
 
     def cpus(self, side: str) -> list[int] | None:
         """The CPUs `side` ("server", "client" or "db") is pinned to; None = not pinned."""
@@ -150,13 +165,13 @@ class Settings:
         """Where a server listens when a proxy takes `port`."""
         return self.port + 1
 
-    def apply_preset(self, name: str) -> None:
+    def with_preset(self, name: str) -> "Settings":
+        """A copy with the preset's duration, warm-up, repeat, connections and burst."""
         if name not in PRESETS:
             raise SelectionError(f"unknown --preset {name!r}; valid: {', '.join(PRESETS)}")
         preset = PRESETS[name]
-        self.preset = name
-        for key in PRESET_FIELDS:
-            setattr(self, key, getattr(preset, key))
+        return replace(self, preset=name,
+                       **{key: getattr(preset, key) for key in PRESET_FIELDS})
 
     @property
     def wrk_threads(self) -> int:
@@ -166,13 +181,14 @@ class Settings:
         return self.threads if self.threads is not None else default_threads(connections)
 
     @property
-    def levels(self) -> list[int]:
+    def levels(self) -> tuple[int, ...]:
         """The client connection counts measured, in the order given."""
-        return list(self.connection_levels or [self.connections])
+        return tuple(self.connection_levels or (self.connections,))
 
     def public(self) -> dict:
         """What results.json records: everything that shapes the numbers, no secrets."""
-        d = asdict(self)
+        d = {f.name: list(value) if isinstance(value := getattr(self, f.name), tuple)
+             else value for f in fields(self)}
         for secret in ("postgres_dsn", "mysql_dsn"):
             d[secret] = bool(d[secret])
         d["token"] = "(default)" if self.token == Settings.token else "(custom)"
@@ -180,7 +196,7 @@ class Settings:
         d["threads_requested"] = self.threads
         d["results_dir"] = str(self.results_dir)
         d["servers_dirs"] = [str(p) for p in self.servers_dirs]
-        d["connection_levels"] = self.levels
+        d["connection_levels"] = list(self.levels)
         for side in ("server", "client", "db"):
             d[f"{side}_cpus"] = self.cpus(side)
         return d
@@ -194,23 +210,21 @@ def from_public(stored: dict, *, token: str | None = None, postgres_dsn: str | N
                 mysql_dsn: str | None = None) -> Settings:
     """The Settings a stored run ran with (for --resume). What `public()` leaves out on
     purpose comes from the caller: a custom token, and the DSNs of external databases."""
-    s = Settings()
-    names = {f for f in vars(s)}
-    for key, value in stored.items():
-        if key not in names or key in _DERIVED:
-            continue
-        setattr(s, key, value)
-    s.threads = stored.get("threads_requested")
-    s.token = Settings.token if stored.get("token") == "(default)" else (token or "")
-    s.postgres_dsn, s.mysql_dsn = postgres_dsn, mysql_dsn
-    s.results_dir = Path(stored["results_dir"])
-    s.servers_dirs = [Path(p) for p in stored["servers_dirs"]]
-    levels = stored.get("connection_levels") or [s.connections]
-    s.connection_levels = levels if len(levels) > 1 else None
-    for side in ("server", "client", "db"):
-        cpus = stored.get(f"{side}_cpus")
-        setattr(s, f"{side}_cpus", format_cpu_list(cpus) if cpus else None)
-    return s
+    names = {f.name for f in fields(Settings)}
+    given = {key: value for key, value in stored.items()
+             if key in names and key not in _DERIVED}
+    levels = stored.get("connection_levels") or [given.get("connections",
+                                                           Settings.connections)]
+    given.update(
+        threads=stored.get("threads_requested"),
+        token=Settings.token if stored.get("token") == "(default)" else (token or ""),
+        postgres_dsn=postgres_dsn, mysql_dsn=mysql_dsn,
+        results_dir=Path(stored["results_dir"]),
+        servers_dirs=tuple(Path(p) for p in stored["servers_dirs"]),
+        connection_levels=levels if len(levels) > 1 else None,
+        **{f"{side}_cpus": format_cpu_list(stored[f"{side}_cpus"])
+           if stored.get(f"{side}_cpus") else None for side in ("server", "client", "db")})
+    return Settings(**given)
 
 
 def parse_cpu_list(text: str, flag: str = "CPU list") -> list[int]:

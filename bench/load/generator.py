@@ -81,3 +81,6 @@ class Generator(Protocol):
     def describe(self, request: LoadRequest, result: LoadResult) -> dict:
         """What the stored generator record says besides the common fields (e.g. the
         rate block of an open-model run)."""
+
+    def open_connections(self, connections: int, threads: int) -> int:
+        """The connections it really opens when asked for `connections` on `threads`."""

@@ -485,5 +485,8 @@ class Oha:
     def describe(self, request: LoadRequest, result: LoadResult) -> dict:
         return {"rate": result.summary["rate"]}
 
+    def open_connections(self, connections: int, threads: int) -> int:
+        return connections          # -c N opens N, whatever the worker threads
+
 
 OHA = Oha()

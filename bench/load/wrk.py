@@ -305,5 +305,9 @@ class Wrk:
     def describe(self, request: LoadRequest, result: LoadResult) -> dict:
         return {}
 
+    def open_connections(self, connections: int, threads: int) -> int:
+        return LoadSettings(threads=threads, connections=connections,
+                            duration_s=1).open_connections
+
 
 WRK = Wrk()

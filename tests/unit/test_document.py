@@ -152,7 +152,8 @@ def runner_run(tmp_path):
     from bench.runner import Run
     settings = Settings(results_dir=tmp_path, servers=["actix-web"], tests=["plain"], repeat=2, rates=["50%"], burst=1.0,
                         connection_modes=["keep-alive", "close"], server_cpus="0")
-    run = Run(settings, plan(settings, manifest.discover()),
+    from bench.session import Session
+    run = Run(Session(settings), plan(settings, manifest.discover()),
               unavailable={"gone": "its toolchain is missing"})
     run.save()
     return run

@@ -1,0 +1,166 @@
+"""Measuring one sample: warm-up, the measured window with resources and connections
+sampled, the burst after it. Returns a `Measurement` and writes nothing: the run decides
+what of it is recorded, judged and shown.
+
+The load comes from the generators behind `bench.load`'s seam: the closed-loop one for a
+case's maximum, the open-model one for a fixed rate. Nothing here names a tool."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Callable
+
+from bench import load
+from bench.core.context import RunContext
+from bench.core.plan import LoadParams, Sample
+from bench.infra import db
+from bench.infra.lifecycle import Running
+from bench.infra.resources import ConnectionSpread, ResourceSampler
+from bench.infra.server import ServerProcess
+from bench.load.generator import LoadRequest, LoadResult
+from bench.storage.sample import BurstRecord, GeneratorRecord, ServerProcessRecord, WorkerPids
+from bench.verify.updates import database_clock
+
+WARMUP_SEED_OFFSET = 1_000_003
+BURST_SEED_OFFSET = 2_000_003
+# each sample's request stream differs (seeded per repetition) but is repeatable
+SAMPLE_SEED_STRIDE = 7919
+
+
+@dataclass
+class Measurement:
+    """What one sample's window gave, before anything is judged or recorded."""
+    result: LoadResult
+    generator: GeneratorRecord
+    resources: dict
+    server_process: ServerProcessRecord
+    connections_opened: int                # TCP connections the server's host accepted
+    warmup: dict | None = None             # the warm-up's summary
+    burst: BurstRecord | None = None
+    server_exit: int | None = None         # the server's exit code if it died meanwhile
+    db_clock: datetime | None = None       # the database's time before the load
+
+
+class Measurer:
+    """Measures samples with the run's load plan, on the hosts of their roles. `pids_of`
+    gives a database's pids (empty when it has none to watch); `phase` is told each step."""
+
+    def __init__(self, context: RunContext, *, client_host, server_host, db_host,
+                 pids_of: Callable[[str], list[int]],
+                 phase: Callable[[str], None] = lambda name: None):
+        self.context, self.plan = context, context.load
+        self.client_host, self.server_host, self.db_host = client_host, server_host, db_host
+        self.pids_of, self.phase = pids_of, phase
+
+    def request(self, test: str, url: str, params: LoadParams, seed: int, duration_s: float,
+                rate: float | None = None) -> LoadRequest:
+        """The load of a case's parameters (threads: --threads, or the default for that
+        many connections)."""
+        p = self.plan
+        return LoadRequest(test=test, base_url=url, connections=params.connections,
+                           threads=p.threads_for(params.connections), duration_s=duration_s,
+                           timeout_s=p.timeout, seed=seed, token=p.token,
+                           connection_close=params.connection_mode == "close", rate=rate)
+
+    def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,
+             name: str | None = None):
+        """Run `request` with the generator `name` (the case's), else the default of its
+        model (the warm-up and the burst are always the closed loop)."""
+        model = "open_model" if request.open_model else "closed_loop"
+        generator = load.for_request(request, **({model: name} if name else {}))
+        result = generator.run(request, host=self.client_host, on_start=on_start,
+                               cpus=self.context.placement.cpus("client"))
+        return generator, result
+
+    def measure(self, sample: Sample, running: Running, endpoint: db.Endpoint | None,
+                rate: float | None = None) -> Measurement:
+        """One sample: `rate` None measures the closed loop, a rate the open model."""
+        p, case, server = self.plan, sample.case, running.server
+        seed = p.seed + SAMPLE_SEED_STRIDE * sample.index
+        clock = database_clock(endpoint) if endpoint else None
+        warmup = None
+        if p.warmup > 0:
+            # a seed of its own: with the run's seed the measured run would replay the
+            # warm-up's ids, and hit rows (and caches) the warm-up just touched. The
+            # warm-up is the closed loop at the case's connections, whatever measures.
+            self.phase("warm-up")
+            warm = self.request(case.test, running.base_url, case.load,
+                                seed + WARMUP_SEED_OFFSET, p.warmup)
+            warmup = self._run(warm)[1].summary
+        client_pid: list[int] = []
+        sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
+                                                        client_pid))
+        # where the client connections are, half-way through the measured window
+        spread = ConnectionSpread(server, at_s=p.duration / 2, host=self.server_host)
+        workers_before = self._worker_pids(server)
+        self.phase("measure")
+        # accepted where the server runs (a proxy in front runs there too)
+        opened_before = self.server_host.tcp_connections_accepted()
+        request = self.request(case.test, running.base_url, case.load, seed, p.duration, rate)
+        with sampler, spread:
+            generator, result = self._run(request, on_start=client_pid.append,
+                                          name=case.load.generator)
+        opened = self.server_host.tcp_connections_accepted() - opened_before
+        burst = self._burst(sample, running) if p.burst > 0 else None
+        resources = sampler.figures()
+        # the generator's own CPU is known exactly (wait4's rusage); the sampler only sees
+        # it between readings, and not at all after it exits
+        resources["client"].update(cpu_s=round(result.client_cpu_s, 3),
+                                   mean_cores=round(result.client_cpu_s
+                                                    / max(result.wall_s, 1e-6), 3))
+        return Measurement(
+            result=result, resources=resources, connections_opened=opened, warmup=warmup,
+            burst=burst, db_clock=clock,
+            generator=GeneratorRecord(
+                name=generator.name, connection_close=request.connection_close,
+                **generator.describe(request, result), command=result.command,
+                exit_code=result.exit_code, client_cpu_s=round(result.client_cpu_s, 3),
+                wall_s=round(result.wall_s, 3), threads=result.threads,
+                connections=result.connections),
+            server_process=self._server_process(server, case, endpoint, spread,
+                                                workers_before),
+            server_exit=None if server.alive() else server.proc.returncode)
+
+    def _server_process(self, server: ServerProcess, case, endpoint, spread,
+                        workers_before) -> ServerProcessRecord:
+        return ServerProcessRecord(
+            workers=self.context.launch.workers, pool_size=server.pool_size,
+            concurrency=case.variant.server.concurrency,
+            db_budget=server.budget.as_dict() if server.budget else None,
+            # counted by the database while the server still holds its pools
+            db_connections_seen=db.server_connections(endpoint) if endpoint else None,
+            client_connections=spread.figures(),
+            # a worker that crashed shows as a pid gone (replaced or not); readiness
+            # waited for all W, so a new pid alone is a worker started late
+            worker_pids=WorkerPids(before=workers_before, after=self._worker_pids(server)),
+            # what really ran: the CPUs the server's first process may use
+            cpus=self.server_host.affinity(server.proc.pid))
+
+    def _burst(self, sample: Sample, running: Running) -> BurstRecord:
+        """New connections after the window (Connection: close, the case's connection
+        count): what a server's accept path and worker pool do under a wave of clients."""
+        self.phase("burst")
+        params = replace(sample.case.load, connection_mode="close")
+        request = self.request(sample.case.test, running.base_url, params,
+                               self.plan.seed + BURST_SEED_OFFSET, self.plan.burst)
+        opened = self.server_host.tcp_connections_accepted()
+        result = self._run(request)[1]
+        return BurstRecord(seconds=self.plan.burst, summary=result.summary,
+                           connections_opened=self.server_host.tcp_connections_accepted()
+                           - opened)
+
+    def _resource_groups(self, running: Running, database: str, client_pid: list[int]):
+        """Each group's pids, read on the host that runs it."""
+        groups = {"server": (running.server.pids, self.server_host),
+                  "client": (lambda: client_pid[:1], self.client_host)}
+        if running.proxy is not None:
+            groups["proxy"] = (running.proxy.pids, self.server_host)
+        if database != "none" and self.pids_of(database):
+            groups["database"] = (lambda: self.pids_of(database), self.db_host)
+        return groups
+
+    @staticmethod
+    def _worker_pids(server: ServerProcess) -> list[int] | None:
+        if server.spec.worker_check.count != "processes":
+            return None
+        return sorted(p.pid for p in server.worker_processes())

@@ -1,0 +1,12 @@
+"""One session for every command that starts something (run, verify, serve, calibrate,
+build): hosts -> preflight -> databases -> builds -> teardown, written once in
+bench.session.session. It sits beside the runner, above infra and load: it opens the
+hosts, checks them (bench.session.preflight, which needs the load generators' install
+hints), starts the databases and builds the servers on them."""
+from bench.session.preflight import FOR_BUILD, FOR_RUN, FOR_SERVE, FOR_VERIFY, Needs, \
+    PreflightError
+from bench.session.session import BuildRecord, Console, Session, server_address, \
+    servers_unavailable
+
+__all__ = ["BuildRecord", "Console", "FOR_BUILD", "FOR_RUN", "FOR_SERVE", "FOR_VERIFY",
+           "Needs", "PreflightError", "Session", "server_address", "servers_unavailable"]
