@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL, Host
 from bench.paths import WRK_SCRIPTS_DIR
 
 SCRIPTS_DIR = WRK_SCRIPTS_DIR
@@ -115,7 +115,7 @@ def script_for(test: str) -> Path:
     return SCRIPTS_DIR / name
 
 
-def require_wrk(host: LocalHost = LOCAL) -> str:
+def require_wrk(host: Host = LOCAL) -> str:
     """Path of the wrk binary, or LoadError with an install hint."""
     path = host.which("wrk")
     if not path:
@@ -274,7 +274,7 @@ def parse_wrk_output(stdout: str, stderr: str = "", connections: int | None = No
 
 
 def run_wrk(test: str, base_url: str, settings: LoadSettings,
-            duration_s: float | None = None, *, host: LocalHost = LOCAL,
+            duration_s: float | None = None, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,
             cpus: list[int] | None = None) -> LoadResult:
     """Run wrk for one test and return its parsed summary and client CPU usage.
