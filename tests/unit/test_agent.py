@@ -121,7 +121,7 @@ def test_files_are_made_written_read_back_and_removed(tmp_path):
 
 
 def test_programs_and_round_trips(tmp_path, listener):
-    assert programs.which("sh").endswith("/sh") and programs.which("webbench-none") is None
+    assert programs.which("sh").endswith("/sh") and programs.which("webbench-no-such-tool") is None
     assert programs.find(["webbench-none", "/bin/sh"]) == "/bin/sh"
     assert programs.postgres_bindir(str(tmp_path)) == [None, True]
     server, installer = programs.mysqld_binaries()
