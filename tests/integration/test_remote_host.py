@@ -287,6 +287,21 @@ def test_a_silently_lost_link_is_noticed_within_the_call_timeout(hosts, netns_te
         ip("link", "set", node.veth_root, "up")
 
 
+def test_a_slow_answer_fails_that_request_only_while_the_liveness_probe_answers(hosts):
+    from bench.infra.remote import RemoteError
+    host = hosts("server", call_timeout=2.0)
+    proc = host.spawn(["sleep", "30"])
+    try:
+        start = time.monotonic()
+        with pytest.raises(RemoteError, match="answers the liveness probe"):
+            host._call("wait", within=0.3, pid=proc.pid, timeout=5)   # the agent's own request
+        assert time.monotonic() - start < 0.3 + 2.0 + 1
+        assert host.unreachable is None and host.which("sh") and proc.poll() is None
+    finally:
+        host.signal_group(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
 def test_without_sftp_a_copy_is_a_transfer_error_and_the_host_stays_reachable(
         netns_testbed, tmp_path):
     """The fault found by a user: an sshd that offers no SFTP subsystem. Fetching a file
