@@ -24,7 +24,7 @@ TEST_SERVER_PORT = int(os.environ.get("BENCH_TEST_SERVER_PORT", 19080))
 @pytest.fixture(scope="session")
 def database_provider():
     """Two real database servers (PostgreSQL, MariaDB) with the contract's table."""
-    provider = provision.LocalProvider(["postgres", "mysql"], TEST_PORTS)
+    provider = provision.ThrowawayProvider(["postgres", "mysql"], TEST_PORTS)
     endpoints = provider.start()
     yield provider, endpoints
     provider.stop()

@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats as scistats
 
 from bench.analysis import statistics
-from bench.infra.environment import fingerprint
+from bench.core.machine import fingerprint
 
 FASTER, SLOWER, UNCHANGED, NOT_COMPARABLE = "faster", "slower", "unchanged", "not comparable"
 DEFAULT_THRESHOLD = 0.05

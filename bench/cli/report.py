@@ -10,7 +10,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.analysis import history
-from bench.infra.environment import environment, fingerprint
+from bench.core.machine import fingerprint
+from bench.infra.environment import environment
 from bench.report import charts, html, tables
 from bench.storage import results
 

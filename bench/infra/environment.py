@@ -10,44 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import re
-import socket
 import subprocess
 import tomllib
 from importlib import metadata
-import hashlib
 from pathlib import Path
 
-from bench.core.settings import usable_cpus
+from bench.core.machine import fingerprint  # noqa: F401 - the run's machine id, kept here too
 from bench.infra.host import LOCAL
+from bench.infra.seam import TOOL_COMMANDS, first_line
 from bench.paths import REPO
-
-
-def _first_line(argv: list[str]) -> str | None:
-    if not LOCAL.which(argv[0]):
-        return None
-    try:
-        done = LOCAL.run(argv, timeout=10)
-    except OSError:
-        return None
-    text = (done.stdout or done.stderr).strip()
-    return text.splitlines()[0] if text else None
-
-
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
-def cpu_model() -> str | None:
-    for line in (_read("/proc/cpuinfo") or "").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return None
 
 
 def git_state() -> dict:
@@ -67,33 +40,17 @@ def git_state() -> dict:
 
 
 def machine() -> dict:
-    import psutil
-    freq = psutil.cpu_freq()
-    return {
-        "hostname": socket.gethostname(),
-        "os": platform.platform(),
-        "kernel": platform.release(),
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": usable_cpus(),
-        "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "cpu_mhz_max": round(freq.max) if freq and freq.max else None,
-        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-    }
+    """This machine's part of the environment block (LOCAL.machine() without "python",
+    which tools() records)."""
+    block = LOCAL.machine()
+    block.pop("python", None)
+    return block
 
 
 def tools() -> dict:
-    return {
-        "python": platform.python_version(),
-        "wrk": _first_line(["wrk", "-v"]),
-        "rustc": _first_line(["rustc", "--version"]),
-        "go": _first_line(["go", "version"]),
-        "node": _first_line(["node", "--version"]),
-        # the open-model load generator, and the ceiling server and reverse proxy
-        "oha": _first_line(["oha", "--version"]),
-        "nginx": _first_line(["nginx", "-v"]),
-    }
+    """The versions of the tools on this machine (the harness's Python first)."""
+    return {"python": platform.python_version(),
+            **{name: first_line(LOCAL, argv) for name, argv in TOOL_COMMANDS.items()}}
 
 
 def environment() -> dict:
@@ -101,20 +58,6 @@ def environment() -> dict:
     return {**machine(), "tools": tools(), "git": git_state(),
             # kept at the top level too: schema 1 readers and the tables' header use them
             "python": platform.python_version(), "git_commit": git_state()["commit"]}
-
-
-def fingerprint(env: dict) -> str:
-    """A stable id of the machine (not of the run): results of one box form a series.
-
-    The host name plus a hash of what shapes performance (CPU, cores, memory, kernel);
-    BENCH_MACHINE_ID names the machine instead, e.g. for CI runners whose host names
-    change every run but whose hardware class does not."""
-    if os.environ.get("BENCH_MACHINE_ID"):
-        return os.environ["BENCH_MACHINE_ID"]
-    keys = ("hostname", "cpu_model", "cpu_count", "memory_gb", "kernel")
-    raw = json.dumps({k: env.get(k) for k in keys}, sort_keys=True)
-    host = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(env.get("hostname")))
-    return f"{host[:40]}-{hashlib.sha256(raw.encode()).hexdigest()[:8]}"
 
 
 # ------------------------------------------------------------------ server versions

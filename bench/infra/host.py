@@ -1,9 +1,9 @@
-"""The one seam through which the harness starts every process and reads every resource.
-
-Servers, local databases and the load generator are all started here, each in a process
-group of its own so that one signal reaches everything it forked; their CPU and memory
-are read here too. Everything else asks a `Host` and never calls subprocess or psutil
-itself, so running a role on another machine means another `Host`, not another harness.
+"""This machine as a Host (the protocol is in bench/infra/seam.py): servers, throwaway
+databases and the load generator are started here, each in a process group of its own
+so that one signal reaches everything it forked; their CPU and memory are read here too,
+through psutil (and /proc through the agent's procfs module, the one place that opens it).
+Everything else asks a `Host` and never calls subprocess or psutil itself, so running a
+role on another machine means another `Host`, not another harness.
 """
 from __future__ import annotations
 
@@ -11,67 +11,31 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import psutil
 
+from bench.infra import state
+from bench.infra.agent import network, procfs
+from bench.infra.agent.steps import STEPS, machine
+from bench.infra.seam import (Completed, Host, HostUnreachable, HttpAnswer, HttpUnanswered,
+                              ProcessFigures, ProcessRef, TransferError, fingerprint_of,
+                              http_get, pinned)
 
-class HostUnreachable(RuntimeError):
-    """A host the harness can no longer talk to (its SSH connection is lost or does not
-    answer). Raised by every call on that host from then on; the case it ran is failed."""
-
-    def __init__(self, host: str, reason: str):
-        super().__init__(f"host {host} is unreachable: {reason}")
-        self.host, self.reason = host, reason
-
-
-@dataclass(frozen=True)
-class ProcessRef:
-    """One process on one host: its pid and its start time (a pid reused by another
-    process is another ProcessRef). Host-neutral: every operation on it is a method of
-    the host that listed it, e.g. `host.read(ref, memory=True)`.
-
-    `create_time` is the host's own stamp (epoch seconds on LocalHost, clock ticks since
-    boot on RemoteHost): compare it only with refs of the same host."""
-    pid: int
-    create_time: float
-    host: object = field(default=None, compare=False, repr=False)
-
-
-from bench.infra import state  # noqa: E402 - after ProcessRef, which state does not need
-
-
-@dataclass
-class Completed:
-    """A finished command: its status, output, CPU time (user + system) and wall time."""
-    argv: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-    cpu_s: float
-    wall_s: float
-    timed_out: bool = False
-
-
-@dataclass
-class ProcessFigures:
-    """One reading of a process: cumulative CPU seconds and proportional memory."""
-    cpu_s: float
-    memory_mb: float | None        # PSS where readable, else USS, else RSS
-    memory_kind: str
+__all__ = ["LOCAL", "LocalHost", "Host", "HostUnreachable", "TransferError", "HttpAnswer",
+           "HttpUnanswered", "Completed", "ProcessFigures", "ProcessRef", "pinned"]
 
 
 class LocalHost:
     """This machine. RemoteHost (bench/infra/remote.py) has the same methods for a
-    machine reached over SSH."""
+    machine reached over SSH, FakeHost (bench/infra/fake.py) for no machine at all."""
     name = "local"
     address = "local"
+    remote = False
 
     def __init__(self):
         # psutil.Process objects behind the refs handed out, so that reading a process
@@ -84,18 +48,16 @@ class LocalHost:
         """Start argv in a new session (its own process group); output to log_path, or to
         this terminal when None. A Ctrl-C in the terminal reaches the harness only, which
         then stops everything in order. `cpus`: the CPUs it and everything it forks may
-        run on."""
+        run on. (bench.infra.process_group records the group for a later reaper.)"""
         argv = pinned(argv, cpus)
         log = open(log_path, "ab") if log_path else None
         try:
             if log:
                 log.write(f"$ {' '.join(argv)}\n".encode())
                 log.flush()
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log,
+            return subprocess.Popen(argv, cwd=cwd, env=env, stdout=log,
                                     stderr=subprocess.STDOUT if log else None,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
-            state.group_started(proc.pid, argv)     # found again if the harness is killed
-            return proc
         finally:
             if log:
                 log.close()
@@ -165,20 +127,11 @@ class LocalHost:
     def pin(self, pid: int, cpus: list[int]) -> None:
         """Move every thread of a running process to `cpus` (threads it starts later
         inherit the mask of the thread that starts them, processes it forks too)."""
-        try:
-            tasks = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
-        except FileNotFoundError:          # gone already
-            return
-        for tid in tasks:
-            with contextlib.suppress(ProcessLookupError):
-                os.sched_setaffinity(tid, cpus)
+        procfs.pin(pid, cpus)
 
     def affinity(self, pid: int) -> list[int] | None:
         """The CPUs a running process may use (None once it is gone)."""
-        try:
-            return sorted(os.sched_getaffinity(pid))
-        except (ProcessLookupError, PermissionError):
-            return None
+        return procfs.affinity(pid)
 
     def signal_group(self, pid: int, sig: int) -> bool:
         """Send sig to the process group led by pid; False when it is gone."""
@@ -259,13 +212,7 @@ class LocalHost:
 
     def thread_names(self, pid: int) -> list[str]:
         """The names of a process's threads (what `ps -L` and `top -H` show), [] once gone."""
-        names = []
-        for task in Path(f"/proc/{pid}/task").glob("*/comm"):
-            try:
-                names.append(task.read_text().rstrip("\n"))
-            except OSError:
-                continue
-        return names
+        return procfs.thread_names(pid)
 
     def command_line(self, ref: ProcessRef) -> str:
         try:
@@ -337,27 +284,31 @@ class LocalHost:
 
     # ------------------------------------------------------------ network and tools
     def port_is_free(self, port: int, host: str = "127.0.0.1") -> bool:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind((host, port))
-            except OSError:
-                return False
-        return True
+        return network.port_free(port, host)
 
     def tcp_connections_accepted(self) -> int:
         """TCP connections this network namespace has accepted so far (the kernel's
         PassiveOpens counter): the difference over a window counts the connections the
         servers (and a proxy) accepted in it, which `Connection: close` must make one per
         request."""
-        lines = Path("/proc/net/snmp").read_text().splitlines()
-        names, values = [line.split() for line in lines if line.startswith("Tcp:")][:2]
-        return int(values[names.index("PassiveOpens")])
+        return procfs.passive_opens()
 
     def which(self, tool: str) -> str | None:
         return shutil.which(tool)
 
+    def http_get(self, url: str, timeout: float) -> HttpAnswer:
+        """GET url from this machine (HttpUnanswered when nothing answers)."""
+        return http_get(url, timeout)
+
+    def call(self, op: str, **args) -> Any:
+        """One of the agent's host-side steps (bench/infra/agent/steps.py), run here."""
+        return STEPS[op](**args)
+
     # ------------------------------------------------------------ paths
+    def path(self, path: Path | str) -> str:
+        """A path on this host: `~` is the user's home."""
+        return os.path.expanduser(str(path))
+
     def project_path(self, local_path: Path | str) -> str:
         """Where a file of this repository is on this host: here, where it is."""
         return str(local_path)
@@ -376,32 +327,37 @@ class LocalHost:
         """Copy a file or folder from this host to the harness's machine."""
         _copy(Path(host_path), Path(local_path))
 
+    def machine(self) -> dict:
+        """The machine's part of the environment block, and this Python's version."""
+        return machine()
+
     def fingerprint(self) -> dict:
-        """This host's environment block: bench.infra.environment's machine() with its
-        tools() under "tools"."""
-        from bench.infra import environment
-        return {**environment.machine(), "tools": environment.tools()}
+        """This host's environment block: machine() with the tools' versions under
+        "tools" (what bench.infra.environment records for a run)."""
+        return fingerprint_of(self)
+
+    def describe_where(self) -> str:
+        """Where, for a message: nothing here ("port 5432 is busy")."""
+        return ""
 
     def close(self) -> None:
         """Nothing to disconnect here (RemoteHost kills what it spawned and disconnects)."""
 
 
 def _copy(source: Path, dest: Path) -> None:
+    """A plain copy; TransferError (an OSError, errno kept) when it cannot be made."""
     if source.resolve() == dest.resolve():
         return
-    if source.is_dir():
-        shutil.copytree(source, dest, dirs_exist_ok=True)
-    else:
-        shutil.copy2(source, dest)
-
-
-def pinned(argv: list[str], cpus: list[int] | None) -> list[str]:
-    """argv started on `cpus` only. taskset sets the mask and then execs argv (same pid),
-    so the mask is in place before the program forks a single worker; setting it after
-    the start would race with the workers the program forks at once."""
-    if not cpus:
-        return list(argv)
-    return ["taskset", "--cpu-list", ",".join(map(str, cpus)), *argv]
+    try:
+        if source.is_dir():
+            shutil.copytree(source, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, dest)
+    except shutil.Error as exc:
+        raise TransferError(f"copying {source} to {dest} failed: {exc}") from None
+    except OSError as exc:
+        raise TransferError(exc.errno, f"copying {source} to {dest} failed: {exc.strerror}",
+                            exc.filename) from None
 
 
 LOCAL = LocalHost()

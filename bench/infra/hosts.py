@@ -5,7 +5,7 @@ A small TOML file with up to three tables, one per role:
     [client]                  # the load generator (wrk / oha)
     address = "10.0.0.2"      # host name or IP address (required)
     user = "bench"            # SSH user (default: the SSH configuration's, else yours)
-    port = 22                 # SSH port (default 22)
+    port = 22                 # SSH port (default: the SSH configuration's Port, else 22)
     workdir = "~/webbench"    # where the project is copied to on that host (the default)
 
     [server]                  # the web server under test
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.infra.host import LOCAL
+from bench.infra.seam import Host
 
 ROLES = ("client", "server", "database")
 DB_MODES = ("local", "docker")
@@ -42,16 +43,21 @@ class HostSpec:
     role: str
     address: str
     user: str | None = None
-    port: int = 22
+    port: int | None = None           # None: what the SSH configuration says (else 22)
     workdir: str = DEFAULT_WORKDIR
     python: str = "python3"
     mode: str | None = None           # database only
 
     @property
     def label(self) -> str:
-        """user@address[:port], as in the messages and the results."""
+        """user@address[:port], as in the messages and the results (no port when it is
+        22 or left to the SSH configuration)."""
+        return self.label_with(self.port)
+
+    def label_with(self, port: int | None) -> str:
+        """The label with the port really used (known once connected)."""
         return (f"{self.user + '@' if self.user else ''}{self.address}"
-                f"{'' if self.port == 22 else f':{self.port}'}")
+                f"{'' if port in (None, 22) else f':{port}'}")
 
     @property
     def connection_key(self) -> tuple:
@@ -88,8 +94,9 @@ def parse_hosts(data: dict, path: Path) -> dict[str, HostSpec]:
         if "address" not in table:
             raise HostsError(f"{path}: [{role}] has no address: give the host name or IP "
                              f"address of the machine that runs the {role}")
-        port = table.get("port", 22)
-        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        port = table.get("port")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int)
+                                 or not 1 <= port <= 65535):
             raise HostsError(f"{path}: [{role}] port = {port!r}: must be an integer from 1 to 65535")
         mode = table.get("mode")
         if role == "database" and mode is not None and mode not in DB_MODES:
@@ -111,23 +118,27 @@ class Hosts:
     which stops whatever was started on that host."""
 
     def __init__(self, specs: dict[str, HostSpec] | None = None, source: Path | None = None,
-                 connect_options: dict | None = None):
+                 connect_options: dict | None = None, *, local: Host = LOCAL):
+        """`local`: the host of every role the hosts file does not name (this machine; a
+        FakeHost in unit tests of the orchestration)."""
         self.specs = dict(specs or {})
         self.source = source
+        self.local = local
         self._options = dict(connect_options or {})
-        self._hosts: dict[tuple, object] = {}
+        self._hosts: dict[tuple, Host] = {}
         self.close_problems: list[str] = []
 
     def is_remote(self, role: str) -> bool:
         return role in self.specs
 
-    def for_role(self, role: str):
-        """LOCAL, or the RemoteHost of that role (roles on one machine share it)."""
+    def for_role(self, role: str) -> Host:
+        """LOCAL (or the `local` given), or the RemoteHost of that role (roles on one
+        machine share it)."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}: the roles are {', '.join(ROLES)}")
         spec = self.specs.get(role)
         if spec is None:
-            return LOCAL
+            return self.local
         host = self._hosts.get(spec.connection_key)
         if host is None:
             from bench.infra.remote import RemoteHost    # asyncssh only when a host is remote
@@ -144,10 +155,18 @@ class Hosts:
         spec = self.specs.get("database")
         return spec.mode if spec else None
 
+    def ssh_port(self, role: str) -> int | None:
+        """The SSH port of a role's host: as the hosts file gives it, else the one its
+        connection really uses (None before it is connected)."""
+        spec = self.specs[role]
+        host = self._hosts.get(spec.connection_key)
+        return spec.port if spec.port is not None else getattr(host, "port", None)
+
     def topology(self) -> dict[str, str]:
-        """Per role, where it ran: "local" or user@address[:port] (for the results)."""
-        return {role: self.specs[role].label if role in self.specs else "local"
-                for role in ROLES}
+        """Per role, where it ran: "local" or user@address[:port] (for the results; the
+        port the connection really uses, left out when it is 22 or not known yet)."""
+        return {role: self.specs[role].label_with(self.ssh_port(role))
+                if role in self.specs else "local" for role in ROLES}
 
     def remote_hosts(self) -> list:
         """Each RemoteHost once (roles on one machine share one)."""

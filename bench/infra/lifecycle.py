@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra import db
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL, Host
 from bench.infra.server import ServerProcess
 from bench.infra.signals import shielded
 
@@ -34,6 +34,12 @@ class Running:
         """Where the load goes: the proxy when there is one, else the server."""
         return self.proxy.base_url if self.proxy is not None else self.server.base_url
 
+    @property
+    def warnings(self) -> list[str]:
+        """What went wrong without costing the sample (e.g. the server's log could not be
+        fetched from its host): complete once the server has stopped."""
+        return list(self.server.warnings)
+
 
 @contextmanager
 def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint | None,
@@ -41,7 +47,7 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                    verifier: Callable[[ServerProcess], Any] | None = None,
                    overhead_s: dict | None = None,
                    settle_db: Callable[[], Any] | None = None,
-                   proxy: Any = None, host: LocalHost = LOCAL,
+                   proxy: Any = None, host: Host = LOCAL,
                    on_phase: Callable[[str], None] = lambda name: None) -> Iterator[Running]:
     """A freshly restored table and a freshly started, ready server; always stopped.
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-import requests
-
 from bench.core.manifest import ManifestError, expand
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL
+from bench.infra.process_group import ProcessGroup
+from bench.infra.seam import Host, HttpUnanswered
 from bench.infra.server import WORKERS_SETTLE_S, ServerError
 from bench.paths import REPO, SERVERS_DIR
 
@@ -90,69 +90,60 @@ def available_proxies(proxies_dir: Path = PROXIES_DIR) -> dict[str, ProxySpec]:
 class RunningProxy:
     """A started, ready proxy: where clients reach it and which processes it is."""
     spec: ProxySpec
-    proc: object                      # subprocess.Popen (its process group's leader)
+    group: ProcessGroup
     base_url: str
     upstream_url: str
-    host: LocalHost
-    _seen: dict = field(default_factory=dict)     # pid -> ProcessRef, ever seen
+
+    @property
+    def host(self) -> Host:
+        return self.group.host
+
+    @property
+    def proc(self):
+        """Its process group's leader (what the host's spawn returned)."""
+        return self.group.proc
 
     def pids(self) -> list[int]:
         """Every process of the proxy's tree running now (for the resource sampler)."""
-        if self.proc.poll() is not None:
+        if not self.group.alive():
             return []
-        for p in self.host.tree(self.proc.pid):
-            self._seen.setdefault(p.pid, p)
-        return [p.pid for p in self.host.running(self._seen.values(), zombies=False)]
+        return [p.pid for p in self.group.members(zombies=False)]
 
     def workers(self) -> int:
         """Worker processes running now, as the spec's workers_match tells them apart."""
         pattern = re.compile(self.spec.workers_match)
-        return sum(1 for p in self.host.tree(self.proc.pid)[1:]
+        return sum(1 for p in self.group.tree()[1:]
                    if pattern.search(self.host.command_line(p)))
 
     def stop(self, grace: float = STOP_GRACE_S) -> float:
         """The spec's stop signal to the process group, SIGKILL to whatever is left after
         `grace` (also processes that left the group); returns seconds taken."""
-        start = time.monotonic()
-        self.pids()                                   # remember the tree before it goes
-        self.host.signal_group(self.proc.pid, getattr(signal, self.spec.stop_signal))
-        deadline = start + grace
-        while self._survivors() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        for p in self._survivors():
-            self.host.kill(p)
-        self.host.signal_group(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=5)
-        return time.monotonic() - start
-
-    def _survivors(self) -> list:
-        self.proc.poll()                              # reap the leader as soon as it exits
-        return self.host.running(self._seen.values(), zombies=False)
+        return self.group.stop(getattr(signal, self.spec.stop_signal), grace)
 
 
-def _ping(session: requests.Session, base_url: str) -> tuple[tuple | None, str]:
+def _ping(host: Host, base_url: str) -> tuple[tuple | None, str]:
     """(status, JSON body) of GET /ping/, or None and why not."""
     try:
-        r = session.get(f"{base_url}/ping/", timeout=1)
-    except requests.RequestException as exc:
-        return None, type(exc).__name__
+        answer = host.http_get(f"{base_url}/ping/", timeout=1)
+    except HttpUnanswered as exc:
+        return None, exc.reason
     try:
-        return (r.status_code, r.json()), ""
+        return (answer.status, answer.json()), ""
     except ValueError:
-        return None, f"HTTP {r.status_code}, not JSON: {r.text[:120]!r}"
+        return None, f"HTTP {answer.status}, not JSON: {answer.text[:120]!r}"
 
 
 def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _upstream_answer(session: requests.Session, url: str) -> tuple:
+def _upstream_answer(host: Host, url: str) -> tuple:
     """What the server behind answers to GET /ping/; ProxyError (before anything is
     started) when it answers nothing usable: a proxy in front of nothing is a mistake
     of the caller's, and waiting for it would only turn into a timeout."""
     deadline, last = time.monotonic() + UPSTREAM_WAIT_S, ""
     while True:
-        answer, last = _ping(session, url)
+        answer, last = _ping(host, url)
         if answer is not None and answer[0] == 200:
             return answer
         if answer is not None:
@@ -178,7 +169,7 @@ def proxy_environment(spec: ProxySpec, values: dict[str, str]) -> dict[str, str]
 def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstream_host: str,
                   upstream_port: int, workers: int, log_path: Path | None,
                   cpus: list[int] | None = None,
-                  host: LocalHost = LOCAL) -> Iterator[RunningProxy]:
+                  host: Host = LOCAL) -> Iterator[RunningProxy]:
     """The proxy `spec` on listen_host:listen_port in front of the server at
     upstream_host:upstream_port (already running), ready, and always stopped.
 
@@ -190,23 +181,22 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
               "listen_port": str(listen_port), "upstream_host": upstream_host,
               "upstream_port": str(upstream_port), "workers": str(workers)}
     base_url, upstream_url = _url(listen_host, listen_port), _url(upstream_host, upstream_port)
-    # Each check's connections are closed when it ends: none of the harness's own stays
-    # open to the server or the proxy while the load runs.
-    with requests.Session() as session:
-        expected = _upstream_answer(session, upstream_url)
+    # Each check's connection is closed when it ends (Host.http_get): none of the
+    # harness's own stays open to the server or the proxy while the load runs.
+    expected = _upstream_answer(host, upstream_url)
     if not host.port_is_free(listen_port, listen_host):
         raise ProxyError(f"port {listen_port} is busy before starting the {spec.name} proxy: "
                          f"another process listens there")
     argv = [expand(a, values) for a in spec.start]
     try:
-        proc = host.spawn(argv, cwd=spec.dir, env=proxy_environment(spec, values),
-                          log_path=log_path, cpus=cpus)
+        group = ProcessGroup.start(host, argv, cwd=spec.dir,
+                                   env=proxy_environment(spec, values), log_path=log_path,
+                                   cpus=cpus)
     except FileNotFoundError as exc:
         raise ProxyError(f"cannot start the {spec.name} proxy: {exc.filename} not found") from exc
-    running = RunningProxy(spec, proc, base_url, upstream_url, host)
+    running = RunningProxy(spec, group, base_url, upstream_url)
     try:
-        with requests.Session() as session:
-            _wait_ready(running, session, expected, log_path)
+        _wait_ready(running, expected, log_path)
         _wait_workers(running, workers)
         yield running
     finally:
@@ -214,14 +204,13 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
         _wait_port_free(host, listen_host, listen_port)
 
 
-def _wait_ready(running: RunningProxy, session: requests.Session, expected: tuple,
-                log_path: Path | None) -> None:
+def _wait_ready(running: RunningProxy, expected: tuple, log_path: Path | None) -> None:
     spec, start, last = running.spec, time.monotonic(), "no answer"
     while time.monotonic() - start < spec.ready_timeout:
         if running.proc.poll() is not None:
             raise ProxyError(f"the {spec.name} proxy exited with code {running.proc.returncode} "
                              f"before it was ready", log_path)
-        answer, why = _ping(session, running.base_url)
+        answer, why = _ping(running.host, running.base_url)
         if answer == expected:
             running.pids()
             return
@@ -248,7 +237,7 @@ def _wait_workers(running: RunningProxy, workers: int) -> None:
     running.pids()
 
 
-def _wait_port_free(host: LocalHost, listen_host: str, port: int, timeout: float = 5.0) -> None:
+def _wait_port_free(host: Host, listen_host: str, port: int, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not host.port_is_free(port, listen_host) and time.monotonic() < deadline:
         time.sleep(0.05)

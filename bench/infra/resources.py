@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
-from bench.infra.host import LOCAL, LocalHost, ProcessRef
+from bench.infra.host import LOCAL, Host, ProcessRef
 
 CPU_INTERVAL_S = 0.25      # 4 readings a second: enough for a peak, cheap on a busy machine
 MEMORY_EVERY = 4           # PSS (smaps_rollup) once a second: it is the dearer reading
@@ -23,7 +23,7 @@ MEMORY_EVERY = 4           # PSS (smaps_rollup) once a second: it is the dearer 
 @dataclass
 class _Group:
     pids: Callable[[], list[int]]
-    host: LocalHost
+    host: Host
     last_cpu: dict[int, float] = field(default_factory=dict)
     cpu_s: float = 0.0
     peak_cores: float = 0.0
@@ -36,8 +36,8 @@ class ResourceSampler:
     """Use as a context manager around the measured window; `figures()` afterwards."""
 
     def __init__(self, groups: dict[str, Union[Callable[[], list[int]],
-                                               tuple[Callable[[], list[int]], LocalHost]]],
-                 host: LocalHost = LOCAL, interval: float = CPU_INTERVAL_S):
+                                               tuple[Callable[[], list[int]], Host]]],
+                 host: Host = LOCAL, interval: float = CPU_INTERVAL_S):
         self.groups = {name: _Group(*g) if isinstance(g, tuple) else _Group(g, host)
                        for name, g in groups.items()}
         self.host, self.interval = host, interval
@@ -67,7 +67,7 @@ class ResourceSampler:
             tick += 1
             self._read(first=False, memory=tick % MEMORY_EVERY == 0)
 
-    def _refs(self, host: LocalHost, pids: list[int]) -> dict[int, ProcessRef]:
+    def _refs(self, host: Host, pids: list[int]) -> dict[int, ProcessRef]:
         """The process behind each pid, as first seen (a pid seen again is the same)."""
         new = [pid for pid in pids if (id(host), pid) not in self._procs]
         if new:
@@ -161,7 +161,7 @@ class ConnectionSpread:
     then queue for its CPU and its pool while others idle, which shows up as tail latency
     that measures the configuration, not the framework."""
 
-    def __init__(self, server, at_s: float, host: LocalHost = LOCAL):
+    def __init__(self, server, at_s: float, host: Host = LOCAL):
         self.server, self.host = server, host
         self._timer = threading.Timer(at_s, self._read)
         self._timer.daemon = True

@@ -8,15 +8,13 @@ import sys
 import time
 from pathlib import Path
 
-import requests
-
 from bench.core import manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra.db import Endpoint
-from bench.infra import state
-from bench.infra.host import LOCAL, LocalHost, ProcessRef
-from bench.paths import CACHE_DIR
+from bench.infra.host import LOCAL
+from bench.infra.process_group import ProcessGroup
+from bench.infra.seam import Host, HttpUnanswered, ProcessRef
 
 
 class ServerError(RuntimeError):
@@ -56,7 +54,7 @@ def pool_size(spec: manifest.ServerSpec, settings: Settings, database: str) -> i
 
 
 def template_values(spec: manifest.ServerSpec, settings: Settings, database: str,
-                    host: LocalHost = LOCAL) -> dict:
+                    host: Host = LOCAL) -> dict:
     """The manifest's placeholders, as paths on the host that runs the server (the project
     is at the same place in its workdir)."""
     return {
@@ -72,12 +70,12 @@ BUILD_TIMEOUT_S = 1800     # a cold Rust build with fat LTO takes minutes on 2 c
 
 
 def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path,
-          host: LocalHost = LOCAL) -> float:
+          host: Host = LOCAL) -> float:
     """Run the manifest's build command once; returns seconds taken."""
     if not spec.build:
         return 0.0
-    if host is LOCAL:
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    if not host.remote:
+        Path(host.cache_dir()).mkdir(parents=True, exist_ok=True)
     values = template_values(spec, settings, "none", host)
     argv = [manifest.expand(a, values) for a in spec.build]
     try:
@@ -105,19 +103,26 @@ class ServerProcess:
     """One started server (a process group). Use as a context manager: always stopped."""
 
     def __init__(self, variant: Variant, settings: Settings, endpoint: Endpoint | None,
-                 log_path: Path | None, host: LocalHost = LOCAL):
+                 log_path: Path | None, host: Host = LOCAL):
         """`log_path` None: the server writes to this terminal (the `serve` command)."""
         self.variant, self.settings, self.endpoint, self.log_path = \
             variant, settings, endpoint, log_path
         self.host = host
         self.spec = variant.server
-        self.proc = None                 # subprocess.Popen once started
+        self.group: ProcessGroup | None = None     # once started
         self.budget = db_budget(self.spec, settings, variant.database)
         self.pool_size = pool_size(self.spec, settings, variant.database)
-        self._tree: dict[int, ProcessRef] = {}
+        # what went wrong without costing the sample (a log that could not be fetched):
+        # the run adds these to its sample's warnings
+        self.warnings: list[str] = []
         # on another machine the server logs there, and the log is fetched after the stop
-        self.host_log = None if (log_path is None or not getattr(host, "remote", False)) else \
+        self.host_log = None if (log_path is None or not host.remote) else \
             host.path(f"remote-logs/{log_path.name}")
+
+    @property
+    def proc(self):
+        """The group's leader (what the host's spawn returned), None before start()."""
+        return self.group.proc if self.group is not None else None
 
     @property
     def base_url(self) -> str:
@@ -148,16 +153,16 @@ class ServerProcess:
                               f"another process listens there (choose --port or stop it)")
         try:
             # own process group: stop() can reach every worker the server forks
-            self.proc = self.host.spawn(self.command(), cwd=self.host.project_path(self.spec.dir),
-                                        env=self.environment(),
-                                        log_path=self.host_log or self.log_path,
-                                        cpus=self.settings.cpus("server"))
+            self.group = ProcessGroup.start(
+                self.host, self.command(), cwd=self.host.project_path(self.spec.dir),
+                env=self.environment(), log_path=self.host_log or self.log_path,
+                cpus=self.settings.cpus("server"))
         except FileNotFoundError as exc:
             raise ServerError(f"cannot start {self.spec.id}: {exc.filename} not found "
                               f"(was it built? `make setup` builds every server)") from exc
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.group is not None and self.group.alive()
 
     def wait_ready(self, timeout: float | None = None,
                    settle_s: float = WORKERS_SETTLE_S) -> float:
@@ -180,18 +185,19 @@ class ServerProcess:
         expected = {"server": self.spec.id, "database": self.variant.database,
                     "orm": self.variant.orm}
         last = "no answer"
-        with requests.Session() as session:
-            while time.monotonic() - start < timeout:
-                self._raise_if_exited()
-                try:
-                    r = session.get(f"{self.base_url}/ping/", timeout=1)
-                    body = r.json() if r.status_code == 200 else None
-                    if body == expected:
-                        return
-                    last = f"HTTP {r.status_code} {r.text[:200]!r}"
-                except (requests.RequestException, ValueError) as exc:
-                    last = type(exc).__name__
-                time.sleep(0.05)
+        while time.monotonic() - start < timeout:
+            self._raise_if_exited()
+            try:
+                answer = self.host.http_get(f"{self.base_url}/ping/", timeout=1)
+                body = answer.json() if answer.status == 200 else None
+                if body == expected:
+                    return
+                last = f"HTTP {answer.status} {answer.text[:200]!r}"
+            except HttpUnanswered as exc:
+                last = exc.reason
+            except ValueError as exc:
+                last = type(exc).__name__
+            time.sleep(0.05)
         self.fetch_log()
         raise ServerError(f"{self.spec.id} was not ready after {timeout:.0f}s (GET /ping/ must "
                           f"answer {expected}; last: {last})", self.log_path)
@@ -225,11 +231,6 @@ class ServerProcess:
             return len(self.worker_threads()), f"worker threads named /{check.match}/"
         return None, check.reason
 
-    def _refresh_tree(self) -> list[ProcessRef]:
-        for p in self.host.tree(self.proc.pid):
-            self._tree.setdefault(p.pid, p)
-        return self.host.running(self._tree.values())
-
     def worker_processes(self) -> list[ProcessRef]:
         """The tree's worker processes as the manifest's [workers] table describes them
         (for a server whose workers are processes)."""
@@ -239,56 +240,43 @@ class ServerProcess:
         def texts(proc):
             return self.host.environment(proc) if check.match_in == "environment" \
                 else [self.host.command_line(proc)]
-        return [p for p in self.host.tree(self.proc.pid)[1:]
-                if any(pattern.search(t) for t in texts(p))]
+        return [p for p in self.group.tree()[1:] if any(pattern.search(t) for t in texts(p))]
 
     def worker_threads(self) -> list[str]:
         """The names of the tree's worker threads (for a server whose workers are threads)."""
         pattern = re.compile(self.spec.worker_check.match or ".")
-        return [n for p in self.host.tree(self.proc.pid) for n in self.host.thread_names(p.pid)
+        return [n for p in self.group.tree() for n in self.host.thread_names(p.pid)
                 if pattern.search(n)]
 
     def pids(self) -> list[int]:
         """Every process of the server's tree running now (for the resource sampler)."""
-        return [p.pid for p in self._refresh_tree()] if self.alive() else []
+        return [p.pid for p in self.group.members()] if self.alive() else []
 
     def stop(self, grace: float = 5.0) -> float:
         """The manifest's stop signal (SIGTERM) to the process group, SIGKILL to what is
         left after `grace`; returns seconds."""
-        if self.proc is None:
+        if self.group is None:
             return 0.0
         start = time.monotonic()
-        if self.alive():
-            self._refresh_tree()
-        self.host.signal_group(self.proc.pid, getattr(signal, self.spec.stop_signal))
-        deadline = start + grace
-        while self._survivors() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        survivors = self._survivors()
-        # workers that left the group, or outlived their leader, are killed one by one
-        for p in survivors:
-            self.host.kill(p)
-        self.host.signal_group(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=5)
-        state.group_stopped(self.proc.pid)
+        self.group.stop(getattr(signal, self.spec.stop_signal), grace)
         self._wait_port_free()
         self.fetch_log()
         return time.monotonic() - start
 
     def fetch_log(self) -> None:
-        """The server's log from the machine that ran it, into the run's folder."""
+        """The server's log from the machine that ran it, into the run's folder. One that
+        cannot be fetched (a TransferError: the host still answers) is a warning, kept in
+        `warnings` and noted in the local log; it never costs the sample."""
         if self.host_log is None:
             return
         try:
             self.host.get(self.host_log, self.log_path)
-        except Exception as exc:  # noqa: BLE001 - a missing log never costs a sample
+        except Exception as exc:  # noqa: BLE001 - TransferError; a lost host says so elsewhere
+            warning = f"the server's log on {self.host.name} could not be fetched: {exc}"
+            if warning not in self.warnings:
+                self.warnings.append(warning)
             with open(self.log_path, "a") as log:
-                log.write(f"(the log on {self.host.name} could not be fetched: {exc})\n")
-
-    def _survivors(self) -> list[ProcessRef]:
-        """Processes of the server's tree still running (a zombie has finished)."""
-        self.proc.poll()               # reap the leader as soon as it exits
-        return self.host.running(self._tree.values(), zombies=False)
+                log.write(f"({warning})\n")
 
     def _wait_port_free(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from bench.infra import db
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL, Host
 
 QUIET_CORES = 0.05       # 5 % of one core: an idle server's housekeeping stays below this
 WINDOW_S = 0.25
@@ -54,7 +54,7 @@ def _flush(ep: db.Endpoint) -> str:
         return f"{what} skipped ({first})"
 
 
-def _cpu_seconds(host: LocalHost, pids: list[int]) -> float:
+def _cpu_seconds(host: Host, pids: list[int]) -> float:
     """CPU seconds used so far by these processes (each already one of the database's)."""
     total = 0.0
     for pid in pids:
@@ -64,7 +64,7 @@ def _cpu_seconds(host: LocalHost, pids: list[int]) -> float:
     return total
 
 
-def _wait_idle(host: LocalHost, pids: Callable[[], list[int]], deadline: float) -> bool:
+def _wait_idle(host: Host, pids: Callable[[], list[int]], deadline: float) -> bool:
     quiet_windows = 0
     before = _cpu_seconds(host, pids())
     while time.monotonic() < deadline:
@@ -78,7 +78,7 @@ def _wait_idle(host: LocalHost, pids: Callable[[], list[int]], deadline: float) 
 
 
 def settle(ep: db.Endpoint, pids: Callable[[], list[int]] | None = None, *,
-           host: LocalHost = LOCAL, timeout: float = TIMEOUT_S) -> Settled:
+           host: Host = LOCAL, timeout: float = TIMEOUT_S) -> Settled:
     start = time.monotonic()
     result = Settled(steps=[_flush(ep)])
     if pids is not None and pids():

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import psutil

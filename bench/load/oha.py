@@ -41,7 +41,7 @@ from typing import Callable
 
 import psutil
 
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL, Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
 from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS
 
@@ -111,7 +111,7 @@ class OhaSettings:
 
 # --------------------------------------------------------------------------- binary
 
-def require_oha(host: LocalHost = LOCAL) -> str:
+def require_oha(host: Host = LOCAL) -> str:
     """Path of the oha binary, or LoadError with the install hint."""
     path = host.which("oha")
     if not path:
@@ -119,7 +119,7 @@ def require_oha(host: LocalHost = LOCAL) -> str:
     return path
 
 
-def oha_version(host: LocalHost = LOCAL) -> str:
+def oha_version(host: Host = LOCAL) -> str:
     """`oha --version`, e.g. 'oha 1.16.0'."""
     done = host.run([require_oha(host), "--version"], timeout=10)
     line = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
@@ -414,7 +414,7 @@ def reached(summary: dict, tolerance: float = 0.05) -> tuple[bool, str]:
 # --------------------------------------------------------------------------- running
 
 def run_oha(test: str, base_url: str, settings: OhaSettings,
-            duration_s: float | None = None, *, host: LocalHost = LOCAL,
+            duration_s: float | None = None, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,
             cpus: list[int] | None = None) -> LoadResult:
     """Run oha for one test at settings.rate and return its parsed summary and CPU usage.
@@ -461,7 +461,7 @@ class Oha:
     name = "oha"
     open_model = True
 
-    def version(self, host: LocalHost = LOCAL) -> str:
+    def version(self, host: Host = LOCAL) -> str:
         return oha_version(host)
 
     @staticmethod
@@ -476,7 +476,7 @@ class Oha:
                            connection_close=request.connection_close,
                            worker_threads=request.threads)
 
-    def run(self, request: LoadRequest, *, host: LocalHost = LOCAL,
+    def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,
             cpus: list[int] | None = None) -> LoadResult:
         return run_oha(request.test, request.base_url, self.settings(request),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench.infra.host import LOCAL, LocalHost
+from bench.infra.host import LOCAL, Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
 from bench.paths import WRK_SCRIPTS_DIR
 
@@ -84,7 +84,7 @@ def script_for(test: str) -> Path:
     return SCRIPTS_DIR / name
 
 
-def require_wrk(host: LocalHost = LOCAL) -> str:
+def require_wrk(host: Host = LOCAL) -> str:
     """Path of the wrk binary, or LoadError with an install hint."""
     path = host.which("wrk")
     if not path:
@@ -92,7 +92,7 @@ def require_wrk(host: LocalHost = LOCAL) -> str:
     return path
 
 
-def wrk_version(host: LocalHost = LOCAL) -> str:
+def wrk_version(host: Host = LOCAL) -> str:
     """First line of `wrk -v`, e.g. 'wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer'."""
     wrk = require_wrk(host)
     # `wrk -v` prints the version and usage and exits with status 1
@@ -243,7 +243,7 @@ def parse_wrk_output(stdout: str, stderr: str = "", connections: int | None = No
 
 
 def run_wrk(test: str, base_url: str, settings: LoadSettings,
-            duration_s: float | None = None, *, host: LocalHost = LOCAL,
+            duration_s: float | None = None, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,
             cpus: list[int] | None = None) -> LoadResult:
     """Run wrk for one test and return its parsed summary and client CPU usage.
@@ -283,7 +283,7 @@ class Wrk:
     name = "wrk"
     open_model = False
 
-    def version(self, host: LocalHost = LOCAL) -> str:
+    def version(self, host: Host = LOCAL) -> str:
         return wrk_version(host)
 
     @staticmethod
@@ -293,7 +293,7 @@ class Wrk:
                             seed=request.seed, token=request.token,
                             connection_close=request.connection_close)
 
-    def run(self, request: LoadRequest, *, host: LocalHost = LOCAL,
+    def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,
             cpus: list[int] | None = None) -> LoadResult:
         if request.open_model:

@@ -95,3 +95,38 @@ def test_client_server_and_database_on_three_hosts(netns_testbed, tmp_path):
     for node in bed.nodes.values():                     # nothing left on any "machine"
         assert not node.others(), (node.role, node.others())
     nothing_left()
+
+
+NO_SFTP_PORT = 2203           # a second sshd on the server's node, without SFTP
+
+
+def test_a_server_host_without_sftp_loses_its_logs_never_its_cases(netns_testbed, tmp_path):
+    """The fault found by a user: with an sshd that offers no SFTP subsystem, fetching the
+    first server log marked the host unreachable and every following case failed. Now
+    each log that cannot be fetched is a note in the run's copy of it, and every case is
+    measured."""
+    bed = netns_testbed
+    node = bed.nodes["server"]
+    sshd = bed.extra_sshd(node, NO_SFTP_PORT, sftp=False)
+    _, config = hosts_files(bed, tmp_path)
+    hosts = tmp_path / "no-sftp.toml"
+    hosts.write_text(f'[server]\naddress = "{node.address}"\nuser = "root"\n'
+                     f'port = {NO_SFTP_PORT}\nworkdir = "{REPO}"\n')
+    try:
+        run = Harness("--hosts", str(hosts), "--ssh-config", str(config),
+                      "--servers", "actix-web", "--tests", "plain,to_json", "--repeat", "1",
+                      "--duration", "1", "--warmup", "0", "--no-ceiling", "--order-seed", "2",
+                      "--results-dir", str(tmp_path / "results"))
+        assert run.finish(timeout=300) == 0, run.output[-4000:]
+    finally:
+        sshd.kill()
+        sshd.wait(timeout=5)
+    doc = stored(tmp_path / "results")
+    assert doc["status"] == "complete"
+    assert [c["status"] for c in doc["cases"]] == ["ok", "ok"], [c["reason"] for c in doc["cases"]]
+    run_dir = results.latest_run(tmp_path / "results")
+    for case in doc["cases"]:
+        log = (run_dir / case["samples"][0]["log"]).read_text()
+        assert "could not be fetched" in log and "SFTP" in log, log
+    assert not node.others(), node.others()
+    nothing_left()

@@ -2,6 +2,7 @@
 stopping whatever is left of a server, noticing a dead one and restarting it, bounded
 lock waits, and no password in any message."""
 import contextlib
+import glob
 import os
 import shutil
 import signal
@@ -56,7 +57,7 @@ def test_busy_port_is_named(tmp_path):
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        server = provision.LocalServer("postgres", port, tmp_path)
+        server = provision.ThrowawayServer("postgres", port, tmp_path)
         with pytest.raises(provision.ProvisionError, match=f"port {port} .* is busy"):
             server.start()
 
@@ -77,13 +78,13 @@ def test_external_mode_without_dsn_says_which_flag():
 
 def test_missing_server_binaries_say_how_to_install_them(monkeypatch, tmp_path):
     monkeypatch.delenv("BENCH_PG_BINDIR", raising=False)
-    monkeypatch.setattr(provision.glob, "glob", lambda pattern: [])
-    monkeypatch.setattr(provision.shutil, "which", lambda name: None)
-    monkeypatch.setattr(provision.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
     with pytest.raises(provision.ProvisionError, match="apt-get install postgresql"):
         provision.postgres_bindir()
     with pytest.raises(provision.ProvisionError, match="apt-get install mariadb-server"):
-        provision.LocalServer("mysql", 1, tmp_path)._mysqld()
+        provision.mariadb.binaries(LOCAL)
 
 
 def test_settle_leaves_the_database_idle_before_the_next_sample(endpoint, database_provider):
@@ -119,7 +120,7 @@ def own_provider(request):
     """A provider of one engine of its own, on a free port; whatever a test leaves of
     it is stopped at the end (and must stop cleanly)."""
     engine = request.param
-    prov = provision.LocalProvider([engine], {engine: free_port()})
+    prov = provision.ThrowawayProvider([engine], {engine: free_port()})
     endpoints = prov.start()
     yield prov, endpoints[engine]
     assert prov.stop() == []
@@ -159,12 +160,12 @@ def test_stop_finds_postgres_after_its_runuser_wrapper_was_killed(own_provider):
 
 @pytest.mark.parametrize("own_provider", ["postgres", "mysql"], indirect=True)
 def test_stop_needs_only_the_folder_not_the_spawned_process(own_provider):
-    """A LocalServer that never held the server's process (as after a harness restart)
+    """A ThrowawayServer that never held the server's process (as after a harness restart)
     still stops it: from the pid file / the processes of the data folder."""
     prov, ep = own_provider
     server = prov.server(ep.engine)
     main = server.main_process()
-    stranger = provision.LocalServer(ep.engine, ep.port, prov.root)
+    stranger = provision.ThrowawayServer(ep.engine, ep.port, prov.root)
     stranger.spawned = True          # it does not know the process, only the folder
     assert stranger.main_process().pid == main.pid
     assert stranger.stop() == []
@@ -180,7 +181,7 @@ def test_stop_kills_a_server_that_ignores_its_shutdown_signal(own_provider, monk
     server = prov.server(ep.engine)
     main = server.main_process()
     main.suspend()                   # SIGSTOP: the shutdown signal stays pending
-    monkeypatch.setattr(provision, "STOP_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(provision.throwaway, "STOP_TIMEOUT_S", 1.0)
     t0 = time.monotonic()
     assert prov.stop() == []
     took = time.monotonic() - t0
@@ -191,7 +192,7 @@ def test_stop_kills_a_server_that_ignores_its_shutdown_signal(own_provider, monk
 
 def test_the_folder_is_kept_while_a_server_process_still_uses_it(monkeypatch):
     """If a server process survives everything, its folder is not deleted under it."""
-    prov = provision.LocalProvider(["postgres"], {"postgres": free_port()})
+    prov = provision.ThrowawayProvider(["postgres"], {"postgres": free_port()})
     ep = prov.start()["postgres"]
     server = prov.server("postgres")
     main = server.main_process()
@@ -261,11 +262,11 @@ def test_external_alive_and_restart(databases):
 # ------------------------------------------------------------------ bounded waits
 
 def test_initdb_that_hangs_is_stopped_and_named(monkeypatch):
-    monkeypatch.setattr(provision, "INIT_TIMEOUT_S", 0.05)   # initdb takes about a second
+    monkeypatch.setattr(provision.throwaway, "INIT_TIMEOUT_S", 0.05)   # initdb takes about a second
     root = Path(tempfile.mkdtemp(prefix="webbench-db-test-"))  # reachable by `postgres`
     root.chmod(0o755)
     try:
-        server = provision.LocalServer("postgres", free_port(), root)
+        server = provision.ThrowawayServer("postgres", free_port(), root)
         t0 = time.monotonic()
         with pytest.raises(provision.ProvisionError, match="initdb did not finish within 0.05 s"):
             server.start()

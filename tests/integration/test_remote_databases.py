@@ -1,5 +1,5 @@
 """The throwaway databases on another host: PostgreSQL and MariaDB started by a
-LocalProvider through a RemoteHost in the test bed's "db" namespace (tests/netns), listening
+ThrowawayProvider through a RemoteHost in the test bed's "db" namespace (tests/netns), listening
 on that namespace's address, used from this (the root) namespace like a client on
 another machine.
 
@@ -44,7 +44,7 @@ def started_there(node, host) -> list[int]:
 
 def test_databases_on_another_host_serve_this_one_and_leave_nothing(netns_testbed, db_host):
     node = netns_testbed.nodes["db"]
-    prov = provision.LocalProvider(["postgres", "mysql"], PORTS, host=db_host,
+    prov = provision.ThrowawayProvider(["postgres", "mysql"], PORTS, host=db_host,
                                    listen_address=node.address)
     root = None
     try:
@@ -105,16 +105,16 @@ def test_databases_on_another_host_serve_this_one_and_leave_nothing(netns_testbe
 
 
 def test_a_server_there_is_stopped_from_its_folder_alone(netns_testbed, db_host):
-    """A LocalServer that never held the remote server's process (as after a harness
+    """A ThrowawayServer that never held the remote server's process (as after a harness
     restart) finds it on that host from its data folder and stops it."""
     node = netns_testbed.nodes["db"]
-    prov = provision.LocalProvider(["postgres"], PORTS, host=db_host,
+    prov = provision.ThrowawayProvider(["postgres"], PORTS, host=db_host,
                                    listen_address=node.address)
     try:
         ep = prov.start()["postgres"]
         main = prov.server("postgres").main_process()
         assert main is not None and net_inode(main.pid) == node.net_inode()
-        stranger = provision.LocalServer("postgres", ep.port, prov.root, host=db_host,
+        stranger = provision.ThrowawayServer("postgres", ep.port, prov.root, host=db_host,
                                          listen_address=node.address)
         stranger.spawned = True          # it knows the folder, not the process
         assert stranger.main_process() == main
@@ -129,4 +129,4 @@ def test_a_server_there_is_stopped_from_its_folder_alone(netns_testbed, db_host)
 
 def test_a_wildcard_listen_address_is_refused(db_host):
     with pytest.raises(provision.ProvisionError, match="names no host"):
-        provision.LocalProvider(["postgres"], PORTS, host=db_host, listen_address="0.0.0.0")
+        provision.ThrowawayProvider(["postgres"], PORTS, host=db_host, listen_address="0.0.0.0")

@@ -20,6 +20,8 @@ from bench.infra.hosts import HostsError, load_hosts
 from tests.netns.testbed import ip, netns_testbed  # noqa: F401 - the module's fixture
 
 PORT = 18680                   # this suite's own port, inside the namespaces
+NO_SFTP_PORT = 2201            # a second sshd, without the SFTP subsystem
+CONFIG_PORT = 2202             # a second sshd that only the SSH configuration names
 
 # a group leader forking three children that each burn a little CPU, then all wait
 FORKS_3 = """
@@ -285,6 +287,76 @@ def test_a_silently_lost_link_is_noticed_within_the_call_timeout(hosts, netns_te
         ip("link", "set", node.veth_root, "up")
 
 
+def test_a_slow_answer_fails_that_request_only_while_the_liveness_probe_answers(hosts):
+    from bench.infra.remote import RemoteError
+    host = hosts("server", call_timeout=2.0)
+    proc = host.spawn(["sleep", "30"])
+    try:
+        start = time.monotonic()
+        with pytest.raises(RemoteError, match="answers the liveness probe"):
+            host._call("wait", within=0.3, pid=proc.pid, timeout=5)   # the agent's own request
+        assert time.monotonic() - start < 0.3 + 2.0 + 1
+        assert host.unreachable is None and host.which("sh") and proc.poll() is None
+    finally:
+        host.signal_group(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def test_without_sftp_a_copy_is_a_transfer_error_and_the_host_stays_reachable(
+        netns_testbed, tmp_path):
+    """The fault found by a user: an sshd that offers no SFTP subsystem. Fetching a file
+    failed, the host was marked unreachable and every later case failed with it."""
+    from bench.infra.remote import RemoteHost
+    from bench.infra.seam import TransferError
+    node = netns_testbed.nodes["server"]
+    sshd = netns_testbed.extra_sshd(node, NO_SFTP_PORT, sftp=False)
+    host = RemoteHost(node.address, name="no-sftp", user="root", port=NO_SFTP_PORT,
+                      workdir=str(netns_testbed.tmp / "work" / "server"),
+                      connect_options=netns_testbed.connect_options())
+    try:
+        proc = host.spawn(["sh", "-c", "echo logged; sleep 300"], log_path="logs/server.log")
+        assert until(lambda: "logged" in (netns_testbed.tmp / "work" / "server" / "logs" /
+                                          "server.log").read_text(), 5)
+        with pytest.raises(TransferError) as caught:
+            host.get("logs/server.log", tmp_path / "server.log")
+        assert "no-sftp" in str(caught.value) and "SFTP" in str(caught.value)
+        (tmp_path / "up.txt").write_text("x")
+        with pytest.raises(TransferError):
+            host.put(tmp_path / "up.txt", "up.txt")
+        # the host is as reachable as before: every other call still works
+        assert host.unreachable is None and host.alive()
+        assert host.which("sh") and proc.poll() is None
+        assert host.signal_group(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        assert host.close() is None
+        sshd.kill()
+        sshd.wait(timeout=5)
+
+
+def test_the_ssh_configurations_port_is_used_when_the_hosts_file_names_none(
+        netns_testbed, tmp_path):
+    node = netns_testbed.nodes["client"]
+    sshd = netns_testbed.extra_sshd(node, CONFIG_PORT)
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host {node.address}\n  Port {CONFIG_PORT}\n")
+    hosts_file = tmp_path / "hosts.toml"
+    hosts_file.write_text(f'[client]\naddress = "{node.address}"\nuser = "root"\n'
+                          f'workdir = "{netns_testbed.tmp / "work" / "client"}"\n')
+    options = {**netns_testbed.connect_options(), "config": [str(config)]}
+    try:
+        with load_hosts(hosts_file, **options) as hosts:
+            assert hosts.specs["client"].port is None
+            client = hosts.for_role("client")
+            assert client.which("sh")
+            assert client.port == CONFIG_PORT                 # the connection's own port
+            assert hosts.topology()["client"] == f"root@{node.address}:{CONFIG_PORT}"
+        assert hosts.close_problems == []
+    finally:
+        sshd.kill()
+        sshd.wait(timeout=5)
+
+
 def test_connecting_to_a_host_without_sshd_fails_with_its_name(netns_testbed):
     from bench.infra.remote import RemoteHost
     node = netns_testbed.nodes["server"]
@@ -325,7 +397,8 @@ def test_a_role_not_named_runs_locally(tmp_path):
     assert hosts.for_role("client") is LOCAL and hosts.for_role("database") is LOCAL
     assert hosts.topology() == {"client": "local", "server": "bench-server", "database": "local"}
     spec = hosts.specs["server"]
-    assert (spec.port, spec.user, spec.workdir, spec.python) == (22, None, "~/webbench", "python3")
+    # no port: the one the SSH configuration names for that address (else 22)
+    assert (spec.port, spec.user, spec.workdir, spec.python) == (None, None, "~/webbench", "python3")
     hosts.close()                     # nothing was connected: nothing to do
 
 

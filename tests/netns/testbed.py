@@ -307,10 +307,14 @@ class TestBed:
             known.append(f"{node.address} {key.export_public_key().decode().strip()}")
         self.known_hosts.write_text("\n".join(known) + "\n")
 
-    def sshd_config(self, node: Node) -> Path:
-        path = self.tmp / f"sshd_{node.role}.conf"
+    def sshd_config(self, node: Node, port: int | None = None, *, sftp: bool = True) -> Path:
+        """The node's sshd configuration (on another port, or without the SFTP subsystem,
+        for a second sshd: see extra_sshd)."""
+        port = port or node.port
+        path = self.tmp / (f"sshd_{node.role}.conf" if port == node.port
+                           else f"sshd_{node.role}_{port}.conf")
         path.write_text("\n".join([
-            f"ListenAddress {node.address}:{node.port}",
+            f"ListenAddress {node.address}:{port}",
             f"HostKey {self.tmp / f'host_{node.role}'}",
             "PidFile none",
             f"AuthorizedKeysFile {self.tmp / 'authorized_keys'}",
@@ -320,43 +324,66 @@ class TestBed:
             "KbdInteractiveAuthentication no",
             "UsePAM no",
             "StrictModes no",             # the keys live in a temp folder under /tmp
-            "Subsystem sftp internal-sftp",
+            *(["Subsystem sftp internal-sftp"] if sftp else []),
             "LogLevel VERBOSE",
             "",
         ]))
         return path
+
+    def extra_sshd(self, node: Node, port: int, *, sftp: bool = True) -> subprocess.Popen:
+        """A second sshd on the node, on `port` (its host key is known as [address]:port),
+        without the SFTP subsystem when `sftp` is False; killed with the namespace at the
+        latest. Returns once it greets."""
+        import asyncssh
+        key = asyncssh.read_private_key(str(self.tmp / f"host_{node.role}"))
+        with open(self.known_hosts, "a") as f:
+            f.write(f"[{node.address}]:{port} {key.export_public_key().decode().strip()}\n")
+        log = self.tmp / f"sshd_{node.role}_{port}.log"
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", node.netns, SSHD, "-D",
+             "-f", str(self.sshd_config(node, port, sftp=sftp)), "-E", str(log)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._wait_greeting(proc, node, port, log)
+        return proc
+
+    def _wait_greeting(self, proc: subprocess.Popen, node: Node, port: int, log: Path) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        last = ""
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace").strip()
+                raise TestBedError(f"sshd in {node.netns} exited ({proc.returncode}): "
+                                   f"{err or self._read(log)}")
+            try:
+                with socket.create_connection((node.address, port), timeout=1) as s:
+                    if s.recv(64).startswith(b"SSH-"):
+                        return
+            except OSError as exc:
+                last = str(exc)
+            time.sleep(0.05)
+        raise TestBedError(f"sshd in {node.netns} did not answer on {node.address}:{port} "
+                           f"within {READY_TIMEOUT_S:.0f} s ({last}); log: {self._read(log)}")
+
+    @staticmethod
+    def _read(log: Path) -> str:
+        try:
+            return log.read_text()[-2000:]
+        except OSError:
+            return ""
 
     def start_sshd(self, node: Node) -> None:
         """(Re)start the node's sshd and wait until it greets on its address."""
         # sshd's privilege separation needs this folder; the package creates it at boot
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         config = self.sshd_config(node)
+        log = self.tmp / f"sshd_{node.role}.log"
         node.sshd = subprocess.Popen(
-            ["ip", "netns", "exec", node.netns, SSHD, "-D", "-f", str(config),
-             "-E", str(self.tmp / f"sshd_{node.role}.log")],
+            ["ip", "netns", "exec", node.netns, SSHD, "-D", "-f", str(config), "-E", str(log)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        last = ""
-        while time.monotonic() < deadline:
-            if node.sshd.poll() is not None:
-                err = node.sshd.stderr.read().decode(errors="replace").strip()
-                raise TestBedError(f"sshd in {node.netns} exited ({node.sshd.returncode}): "
-                                   f"{err or self.sshd_log(node)}")
-            try:
-                with socket.create_connection((node.address, node.port), timeout=1) as s:
-                    if s.recv(64).startswith(b"SSH-"):
-                        return
-            except OSError as exc:
-                last = str(exc)
-            time.sleep(0.05)
-        raise TestBedError(f"sshd in {node.netns} did not answer on {node.address}:{node.port} "
-                           f"within {READY_TIMEOUT_S:.0f} s ({last}); log: {self.sshd_log(node)}")
+        self._wait_greeting(node.sshd, node, node.port, log)
 
     def sshd_log(self, node: Node) -> str:
-        try:
-            return (self.tmp / f"sshd_{node.role}.log").read_text()[-2000:]
-        except (OSError, TypeError):
-            return ""
+        return self._read(self.tmp / f"sshd_{node.role}.log") if self.tmp else ""
 
     def stop(self) -> None:
         """Kill everything in the namespaces, delete them, the bridge and the temp folder.

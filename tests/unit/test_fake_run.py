@@ -23,6 +23,7 @@ from bench.session import Session
 from bench.storage import results
 
 DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class FakeGenerator:
@@ -61,11 +62,9 @@ class FakeGenerator:
 def fake_environment(monkeypatch):
     """The machine's description without asking git or the tools (processes)."""
     from bench.runner import run
-    monkeypatch.setattr(run.environment, "environment",
-                        lambda: {"hostname": "fake", "cpu_model": "fake cpu", "cpus": 2,
-                                 "memory_gb": 1.0, "os": "fake", "python": "3",
-                                 "git": {"commit": "0" * 40, "dirty": False, "diff_sha": None},
-                                 "tools": {"wrk": "fake-wrk 1.0"}})
+    stored = ROOT / "tests/golden/schema2-modes/results.json"
+    env = json.loads(stored.read_text())["environment"]
+    monkeypatch.setattr(run.environment, "environment", lambda: dict(env))
     monkeypatch.setattr(run.environment, "server_versions", lambda folder: {})
 
 

@@ -22,8 +22,11 @@ from bench.session import preflight
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "servers"
 
 
-class FakeHost:
-    """What the session and the preflight ask of a host, answered from memory."""
+class RecordingHost:
+    """The part of the Host protocol the session and the preflight use, answered from
+    memory and recorded (bench.infra.fake.RecordingHost runs whole processes' lives; these
+    tests need only tools, ports, builds, pins and closing)."""
+    remote = False
 
     def __init__(self, name: str, tools=("wrk", "oha", "taskset"), busy_ports=(),
                  build_exit: int = 0):
@@ -62,10 +65,10 @@ class FakeHost:
         return f"{self.name}: a process group did not stop" if "leaves" in self.name else None
 
 
-class FakeHosts(Hosts):
+class RecordingHosts(Hosts):
     """Roles on fake hosts; `remote` roles count as other machines (with their specs)."""
 
-    def __init__(self, hosts: dict[str, FakeHost], remote: dict[str, str] | None = None,
+    def __init__(self, hosts: dict[str, RecordingHost], remote: dict[str, str] | None = None,
                  mode: str | None = None):
         super().__init__({role: HostSpec(role, address, mode=mode if role == "database" else None)
                           for role, address in (remote or {}).items()})
@@ -90,8 +93,8 @@ class FakeHosts(Hosts):
         return self.close_problems
 
 
-def all_on(host: FakeHost, **kwargs) -> FakeHosts:
-    return FakeHosts({role: host for role in ("client", "server", "database")}, **kwargs)
+def all_on(host: RecordingHost, **kwargs) -> RecordingHosts:
+    return RecordingHosts({role: host for role in ("client", "server", "database")}, **kwargs)
 
 
 def spec(tmp_path, sid="a", build='["make", "{port}"]', requires="[]"):
@@ -165,7 +168,7 @@ class Said:
 
 
 def test_preflight_problems_stop_the_session_and_close_the_hosts(tmp_path):
-    host = FakeHost("here", tools=(), busy_ports={18080})
+    host = RecordingHost("here", tools=(), busy_ports={18080})
     hosts = all_on(host)
     server = spec(tmp_path, requires='["nginx"]')
     before = signal.getsignal(signal.SIGTERM)
@@ -181,7 +184,7 @@ def test_preflight_problems_stop_the_session_and_close_the_hosts(tmp_path):
 
 
 def test_what_is_checked_depends_on_the_command(tmp_path):
-    host = FakeHost("here", tools=(), busy_ports={18080})
+    host = RecordingHost("here", tools=(), busy_ports={18080})
     server = spec(tmp_path)
     ctx = Session(Settings(results_dir=tmp_path), hosts=all_on(host)).context
     cases = cases_of(server)
@@ -192,7 +195,7 @@ def test_what_is_checked_depends_on_the_command(tmp_path):
 
 
 def test_the_server_address_comes_from_hosts_and_reaches_the_launch_and_the_preflight(tmp_path):
-    host = FakeHost("there")
+    host = RecordingHost("there")
     hosts = all_on(host, remote={"server": "10.0.0.3"})
     s = Settings(results_dir=tmp_path)
     opened = Session(s, hosts=hosts, display=Said())
@@ -207,8 +210,8 @@ def test_the_server_address_comes_from_hosts_and_reaches_the_launch_and_the_pref
 
 def test_databases_start_on_the_database_host_pinned_and_are_restarted_and_stopped(
         tmp_path, providers):
-    here, db_host = FakeHost("here"), FakeHost("db")
-    hosts = FakeHosts({"client": here, "server": here, "database": db_host},
+    here, db_host = RecordingHost("here"), RecordingHost("db")
+    hosts = RecordingHosts({"client": here, "server": here, "database": db_host},
                       remote={"database": "10.0.0.4"}, mode="docker")
     said = Said()
     s = Settings(results_dir=tmp_path, db_cpus="1", db_mode="local", pg_port=15000)
@@ -236,7 +239,7 @@ def test_databases_start_on_the_database_host_pinned_and_are_restarted_and_stopp
 
 def test_leaving_stops_the_databases_closes_the_hosts_and_says_what_was_left(
         tmp_path, providers):
-    host = FakeHost("here leaves")
+    host = RecordingHost("here leaves")
     said = Said()
     before = signal.getsignal(signal.SIGTERM)
     with Session(Settings(results_dir=tmp_path), cases_of(spec(tmp_path)), hosts=all_on(host),
@@ -252,7 +255,7 @@ def test_leaving_stops_the_databases_closes_the_hosts_and_says_what_was_left(
 
 
 def test_each_server_builds_once_per_session_on_the_server_host(tmp_path):
-    host = FakeHost("here")
+    host = RecordingHost("here")
     a, b, none = spec(tmp_path, "a"), spec(tmp_path, "b"), spec(tmp_path, "c", build="[]")
     said = Said()
     with Session(Settings(results_dir=tmp_path, port=19000), hosts=all_on(host),
@@ -268,7 +271,7 @@ def test_each_server_builds_once_per_session_on_the_server_host(tmp_path):
 
 
 def test_a_failed_build_is_a_record_and_the_others_still_build(tmp_path):
-    host = FakeHost("here", build_exit=2)
+    host = RecordingHost("here", build_exit=2)
     said = Said()
     with Session(Settings(results_dir=tmp_path), hosts=all_on(host), needs=FOR_BUILD,
                  display=said) as opened:
