@@ -294,6 +294,8 @@ class Run:
                     return
                 measured = self.measurer.measure(sample, running, endpoint, rate)
                 self._record_measurement(sample, measured, endpoint, record)
+            # complete once the server stopped: e.g. its log could not be fetched
+            record.warnings += running.warnings
         except ServerError as exc:
             record.mark_failed(exc.reason)
         except LoadError as exc:

@@ -128,5 +128,6 @@ def test_a_server_host_without_sftp_loses_its_logs_never_its_cases(netns_testbed
     for case in doc["cases"]:
         log = (run_dir / case["samples"][0]["log"]).read_text()
         assert "could not be fetched" in log and "SFTP" in log, log
+        assert any("could not be fetched" in w for w in case["samples"][0]["warnings"])
     assert not node.others(), node.others()
     nothing_left()
