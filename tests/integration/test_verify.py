@@ -22,7 +22,7 @@ import pytest
 import requests
 
 from bench.infra import db
-from bench.verify import contract as verify, querycount
+from bench.verify import contract as verify, querycount, statements
 from bench.core.dataset import all_users
 from bench.infra.db import Endpoint
 
@@ -196,7 +196,7 @@ def test_postgres_fallback_counter_without_pg_stat_statements(endpoints, monkeyp
     ep = endpoints["postgres"]
     original = querycount.open_counter
     monkeypatch.setattr(querycount, "open_counter", lambda e: original(e, use_statements=False))
-    monkeypatch.setattr(verify, "MEASURE_ATTEMPTS", 1)
+    monkeypatch.setattr(statements, "MEASURE_ATTEMPTS", 1)
     with broken_server("double_query", "postgres", ep) as base:
         client = verify.Client(base, TOKEN, 5.0)
         report = verify.Report("broken_double_query", "postgres", False)
