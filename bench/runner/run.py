@@ -29,7 +29,7 @@ from bench.runner.measure import Measurement, Measurer
 from bench.session import Session
 from bench.storage import results
 from bench.storage.case import CaseRecord
-from bench.storage.document import (BuildRecord, LoadLevel, LoadRecord, OpenModel, Placement,
+from bench.storage.document import (LoadLevel, LoadRecord, OpenModel, Placement,
                                     RunRecord, Schedule, ServerInfo)
 from bench.storage.sample import SampleRecord
 from bench.verify import verifier
@@ -238,8 +238,7 @@ class Run:
 
     def _build_all(self, specs: dict) -> None:
         for server_id, built in self.session.builds(specs.values(), self.logs, self.display):
-            self.doc.builds[server_id] = (BuildRecord.succeeded(built.seconds) if built.ok
-                                          else BuildRecord.failed(built.error))
+            self.doc.builds[server_id] = built.record
             if not built.ok:
                 self.build_errors[server_id] = built.reason
             self.save()

@@ -5,8 +5,8 @@ hosts, checks them (bench.session.preflight, which needs the load generators' in
 hints), starts the databases and builds the servers on them."""
 from bench.session.preflight import FOR_BUILD, FOR_RUN, FOR_SERVE, FOR_VERIFY, Needs, \
     PreflightError
-from bench.session.session import BuildRecord, Console, Session, server_address, \
+from bench.session.session import BuildOutcome, Console, Session, server_address, \
     servers_unavailable
 
-__all__ = ["BuildRecord", "Console", "FOR_BUILD", "FOR_RUN", "FOR_SERVE", "FOR_VERIFY",
+__all__ = ["BuildOutcome", "Console", "FOR_BUILD", "FOR_RUN", "FOR_SERVE", "FOR_VERIFY",
            "Needs", "PreflightError", "Session", "server_address", "servers_unavailable"]

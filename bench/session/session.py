@@ -34,6 +34,7 @@ from bench.infra.signals import shielded, sigterm_as_interrupt
 from bench.session import preflight
 from bench.session.preflight import FOR_RUN, Needs, PreflightError
 from bench.setup import toolchains
+from bench.storage.document import BuildRecord
 
 
 class Speaker(Protocol):
@@ -58,16 +59,16 @@ class Console:
 
 
 @dataclass(frozen=True)
-class BuildRecord:
-    """One server's build: what results.json records under "builds", and the one-line
-    reason a failed build gives the samples it leaves unmeasured."""
-    ok: bool
-    seconds: float
-    error: str | None = None          # the whole message, with the build log's tail
-    reason: str | None = None         # one line, for the tables
+class BuildOutcome:
+    """One server's build: the record results.json keeps under "builds" (its error is
+    the whole message, with the build log's tail), and the one-line reason a failed
+    build gives the samples it leaves unmeasured."""
+    record: BuildRecord
+    reason: str | None = None
 
-    def as_dict(self) -> dict:
-        return {"ok": self.ok, "seconds": self.seconds, "error": self.error}
+    @property
+    def ok(self) -> bool:
+        return self.record.ok
 
 
 def servers_unavailable(specs: dict[str, ServerSpec],
@@ -102,7 +103,7 @@ class Session:
         self.provider = None                   # the database provider, once started
         self.endpoints: dict[str, db.Endpoint] = {}
         self.cleanup_problems: list[str] = []
-        self._built: dict[str, BuildRecord] = {}
+        self._built: dict[str, BuildOutcome] = {}
         self._signals = ExitStack()
         self._closed = False
 
@@ -212,7 +213,7 @@ class Session:
 
     # ------------------------------------------------------------------ builds
     def builds(self, specs: Iterable[ServerSpec], log_dir: Path,
-               display: Speaker | None = None) -> Iterator[tuple[str, BuildRecord]]:
+               display: Speaker | None = None) -> Iterator[tuple[str, BuildOutcome]]:
         """Build each server that has a build step, on the server's host, once per session
         (a second call gives the first build's record); yields (server id, record) as
         each finishes, so a caller can record it at once. A failed build is a record, not
@@ -225,18 +226,18 @@ class Session:
                 log = Path(log_dir) / f"build-{spec.id}.log"
                 log.parent.mkdir(parents=True, exist_ok=True)
                 say.step(f"building {spec.id} (log: {log})")
-                self._built[spec.id] = record = self._build(spec, log)
-                if record.ok:
-                    say.note(f"built {spec.id} in {record.seconds:.1f} s")
+                self._built[spec.id] = built = self._build(spec, log)
+                if built.ok:
+                    say.note(f"built {spec.id} in {built.record.seconds:.1f} s")
                 else:
-                    say.error(record.error)
+                    say.error(built.record.error)
             yield spec.id, self._built[spec.id]
 
-    def _build(self, spec: ServerSpec, log: Path) -> BuildRecord:
+    def _build(self, spec: ServerSpec, log: Path) -> BuildOutcome:
         try:
             seconds = build(spec, self.launch, log, host=self.host("server"))
         except ServerError as exc:
-            return BuildRecord(ok=False, seconds=0, error=str(exc), reason=exc.reason)
-        return BuildRecord(ok=True, seconds=round(seconds, 2))
+            return BuildOutcome(BuildRecord.failed(str(exc)), reason=exc.reason)
+        return BuildOutcome(BuildRecord.succeeded(seconds))
 
 

@@ -263,7 +263,7 @@ def test_each_server_builds_once_per_session_on_the_server_host(tmp_path):
         first = dict(opened.builds([a, b, none], tmp_path / "logs"))
         again = dict(opened.builds([a], tmp_path / "logs"))
     assert sorted(first) == ["a", "b"] and again == {"a": first["a"]}
-    assert first["a"].as_dict() == {"ok": True, "seconds": 1.23, "error": None}
+    assert first["a"].record.to_json() == {"ok": True, "seconds": 1.23, "error": None}
     # the build runs with the launch's values, once per server
     assert [c for c in host.commands if c[0] == "make"] == [["make", "19000"]] * 2
     assert (tmp_path / "logs" / "build-a.log").read_text().startswith("$ make 19000")
@@ -278,7 +278,7 @@ def test_a_failed_build_is_a_record_and_the_others_still_build(tmp_path):
         built = dict(opened.builds([spec(tmp_path, "a"), spec(tmp_path, "b")], tmp_path))
     assert [r.ok for r in built.values()] == [False, False]
     assert built["a"].reason.startswith("build of a failed (exit 2)")
-    assert built["a"].as_dict()["error"].startswith("build of a failed (exit 2)")
+    assert built["a"].record.error.startswith("build of a failed (exit 2)")
     assert len([1 for kind, _ in said.lines if kind == "error"]) == 2
 
 
