@@ -1,5 +1,5 @@
 """Command line of run_bench.py: run (default), list, build, serve, verify, compare,
-calibrate, report, history, doctor.
+calibrate, report, history, doctor, ab.
 
 Each command is a thin function over the packages below it; exit statuses: 0 all well,
 1 something measured or checked is not ok (or a tool/database failed), 2 bad input
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from bench import session
-from bench.cli import arguments, compare, report
+from bench.cli import ab, arguments, compare, report
 from bench.core import manifest
 from bench.core.settings import TESTS, SelectionError, Settings, validate
 from bench.infra import databases
@@ -24,7 +24,7 @@ from bench.storage import results
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 COMMANDS = ("run", "list", "serve", "verify", "build", "compare", "calibrate", "report",
-            "history", "doctor")
+            "history", "doctor", "ab")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -83,6 +83,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_databases(cal)
     arguments.add_hosts(cal)
     report.add_parsers(sub, Settings().results_dir)
+    ab.add_parser(sub)
     return top
 
 
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "history":
         return report.show_history(args)
     from bench.infra import state
-    if args.command in ("run", "serve", "verify", "calibrate"):
+    if args.command in ("run", "serve", "verify", "calibrate", "ab"):
         clean_up_after_dead_runs()
         state.activate()
     try:
@@ -202,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "verify":
             from bench.cli.verify import verify_selection
             return verify_selection(settings, specs, arguments.hosts_from(args))
+        if args.command == "ab":
+            return ab.run(args, settings)
         if args.command == "calibrate":
             from bench.cli.calibrate import calibrate
             return calibrate(settings, specs, arguments.hosts_from(args))

@@ -93,6 +93,17 @@ class ServerSpec:
     # programs the server needs on PATH beyond its build (checked before a run starts)
     requires: tuple[str, ...] = ()
     toolchain: Toolchain | None = None
+    # Set only by `ab`, which measures two versions of a server in one run: the version's
+    # name ("A" baseline, "B" candidate), and where that version's builds go (two builds
+    # of one server must not overwrite each other's binaries in one cache).
+    arm: str = ""
+    cache_dir: Path | None = None
+
+    @property
+    def label(self) -> str:
+        """What the server is called in a run: its id, or id@arm for a version of it in
+        an A/B run. The server itself is told its id (BENCH_SERVER_ID)."""
+        return f"{self.id}@{self.arm}" if self.arm else self.id
 
     def variants(self) -> list[tuple[str, bool]]:
         """(database, orm) pairs the server supports, in manifest order."""

@@ -24,7 +24,7 @@ class Variant:
 
     @property
     def key(self) -> str:
-        return f"{self.server.id}/{self.database}/{'orm' if self.orm else 'raw'}"
+        return f"{self.server.label}/{self.database}/{'orm' if self.orm else 'raw'}"
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Case:
 
     def key(self) -> dict:
         v = self.variant
-        return {"server": v.server.id, "database": v.database, "orm": v.orm,
+        return {"server": v.server.label, "database": v.database, "orm": v.orm,
                 "test": self.test, **self.load.as_dict()}
 
 
@@ -178,6 +178,33 @@ def schedule(cases: list[Case], repeat: int, seed: int) -> list[Sample]:
             order = list(phase)
             rng.shuffle(order)
             samples += [Sample(case, rnd, rnd) for case in order]
+    return samples
+
+
+PAIR_BLOCKS = ("ABBA", "BAAB")
+
+
+def paired_schedule(cases: list[Case], repeat: int, seed: int) -> list[Sample]:
+    """The order of an A/B run (`ab`): `cases` come in pairs, [a1, b1, a2, b2, ...], the
+    same case on the baseline and on the candidate. Each round measures every pair once,
+    the pairs in a shuffled order, each as a block of four samples, ABBA or BAAB (drawn
+    with `seed`). In such a block both versions sit at the same mean time, so a drift of
+    the machine that is linear over the block cancels from their difference, and every B
+    sample has an A sample beside it. `repeat` (even) samples per case: repeat / 2 rounds."""
+    if len(cases) % 2 or repeat % 2:
+        raise ValueError("a paired schedule needs pairs of cases and an even repeat")
+    rng = random.Random(seed)
+    pairs = [(cases[i], cases[i + 1]) for i in range(0, len(cases), 2)]
+    taken = {c.id: 0 for c in cases}
+    samples: list[Sample] = []
+    for rnd in range(repeat // 2):
+        order = list(pairs)
+        rng.shuffle(order)
+        for pair in order:
+            for arm in rng.choice(PAIR_BLOCKS):
+                case = pair[0] if arm == "A" else pair[1]
+                samples.append(Sample(case, taken[case.id], rnd))
+                taken[case.id] += 1
     return samples
 
 

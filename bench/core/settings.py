@@ -46,6 +46,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("nightly", 5.0, 2.0, 5, 64, "regression detection: 5 samples per case, enough "
                                        "for a rank test between two nights"),
     Preset("thorough", 15.0, 5.0, 10, 64, "figures for publication: 10 long samples"),
+    # `ab`'s: baseline and candidate in one sitting, 5 rounds of ABBA/BAAB blocks (10
+    # samples per version); short samples, because blocks, not long windows, beat drift
+    Preset("ab", 3.0, 1.0, 10, 64, "A/B of two versions in one sitting (the ab command): "
+                                   "5 rounds of ABBA / BAAB blocks"),
     # not a figure for a table: does a server survive 512 connections for 30 s, then a
     # burst of new connections (Connection: close), without errors, a crashed worker or
     # memory that keeps growing?

@@ -59,7 +59,8 @@ def template_values(spec: manifest.ServerSpec, settings: Settings, database: str
     is at the same place in its workdir)."""
     return {
         "python": host.project_path(sys.executable), "dir": host.project_path(spec.dir),
-        "servers_dir": host.project_path(spec.dir.parent), "cache_dir": host.cache_dir(),
+        "servers_dir": host.project_path(spec.dir.parent),
+        "cache_dir": str(spec.cache_dir) if spec.cache_dir else host.cache_dir(),
         "host": settings.host, "port": str(settings.port),
         "workers": str(settings.workers), "db": database,
         "pool_size": str(pool_size(spec, settings, database)),
@@ -74,9 +75,9 @@ def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path,
     """Run the manifest's build command once; returns seconds taken."""
     if not spec.build:
         return 0.0
-    if not host.remote:
-        Path(host.cache_dir()).mkdir(parents=True, exist_ok=True)
     values = template_values(spec, settings, "none", host)
+    if not host.remote:
+        Path(values["cache_dir"]).mkdir(parents=True, exist_ok=True)
     argv = [manifest.expand(a, values) for a in spec.build]
     try:
         done = host.run(argv, cwd=host.project_path(spec.dir), timeout=BUILD_TIMEOUT_S,

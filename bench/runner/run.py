@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import traceback
 from pathlib import Path
+from typing import Callable
 
 from bench.analysis import judge, statistics
 from bench.core.plan import Case, Sample, databases_needed, schedule
@@ -54,14 +55,16 @@ def database_version(ep: db.Endpoint) -> str | None:
 class Run:
     def __init__(self, session: Session, cases: list[Case],
                  previous: tuple[RunRecord, Path] | None = None,
-                 unavailable: dict[str, str] | None = None, *, new_order: bool = False):
+                 unavailable: dict[str, str] | None = None, *, new_order: bool = False,
+                 order: Callable[[list[Case], int, int], list[Sample]] = schedule):
         """A new run of `cases` in an entered `session` (its hosts, databases and builds),
         or (`previous`: a stored run and its folder, as prepared by bench.cli.resume) the
         continuation of a stored one, whose samples still pending or interrupted are
         measured into the same document. `unavailable`: the servers left out because this
         machine lacks their toolchain, with why (stored, so the tables say it).
         `new_order`: draw an order seed even if one was asked for (calibrate's second run
-        gets an order of its own)."""
+        gets an order of its own). `order`: what puts the samples in order (cases,
+        samples per case, seed); `ab` gives its paired blocks."""
         self.session, self.cases = session, cases
         self.unavailable = dict(unavailable or {})
         # which machine runs each role (a role not in the hosts file runs here)
@@ -80,7 +83,7 @@ class Run:
         # address) is beside them in the context
         self.context = session.context.with_order_seed(order_seed)
         self.settings = settings = self.context.settings
-        self.samples: list[Sample] = schedule(cases, settings.repeat, order_seed)
+        self.samples: list[Sample] = order(cases, settings.repeat, order_seed)
         order = [f"{s.case.id}#{s.index}" for s in self.samples]
         if previous is None:
             self._new_document(order)
@@ -106,7 +109,7 @@ class Run:
         env = environment.environment()
         machine = env["machine_id"] = environment.fingerprint(env)
         self.run_dir = results.run_dir(settings.results_dir, machine, run_id)
-        specs = {c.variant.server.id: c.variant.server for c in cases}
+        specs = {c.variant.server.label: c.variant.server for c in cases}
         servers = {sid: ServerInfo(description=s.description, language=s.language,
                                    concurrency=s.concurrency, reference=s.reference,
                                    versions=environment.server_versions(s.dir))
@@ -176,7 +179,7 @@ class Run:
                 engines = databases_needed([s.case for s in todo])
                 if engines:
                     self._provision(engines)
-                self._build_all({s.case.variant.server.id: s.case.variant.server for s in todo})
+                self._build_all({s.case.variant.server.label: s.case.variant.server for s in todo})
                 for n, sample in enumerate(todo, 1):
                     record = self._record(sample)
                     show.sample_started(n, sample.case.id, sample.round + 1)
@@ -262,8 +265,8 @@ class Run:
     def _run_sample(self, sample: Sample, record: SampleRecord) -> None:
         case, v = sample.case, sample.case.variant
         record.begin(results.now_iso())
-        if v.server.id in self.build_errors:
-            record.mark_failed(self.build_errors[v.server.id])
+        if v.server.label in self.build_errors:
+            record.mark_failed(self.build_errors[v.server.label])
             return
         known = self.doc.verification.get(v.key)
         if known is not None and not known["passed"]:

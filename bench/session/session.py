@@ -222,16 +222,16 @@ class Session:
         for spec in specs:
             if not spec.build:
                 continue
-            if spec.id not in self._built:
-                log = Path(log_dir) / f"build-{spec.id}.log"
+            if spec.label not in self._built:
+                log = Path(log_dir) / f"build-{spec.label}.log"
                 log.parent.mkdir(parents=True, exist_ok=True)
-                say.step(f"building {spec.id} (log: {log})")
-                self._built[spec.id] = built = self._build(spec, log)
+                say.step(f"building {spec.label} (log: {log})")
+                self._built[spec.label] = built = self._build(spec, log)
                 if built.ok:
-                    say.note(f"built {spec.id} in {built.record.seconds:.1f} s")
+                    say.note(f"built {spec.label} in {built.record.seconds:.1f} s")
                 else:
                     say.error(built.record.error)
-            yield spec.id, self._built[spec.id]
+            yield spec.label, self._built[spec.label]
 
     def _build(self, spec: ServerSpec, log: Path) -> BuildOutcome:
         try:

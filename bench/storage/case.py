@@ -51,7 +51,7 @@ class CaseRecord(Record):
     def planned(cls, case: "Case", repeat: int) -> "CaseRecord":
         """A case of a new run: `repeat` pending samples, sample i in round i."""
         v = case.variant
-        return cls(id=case.id, key=case.key(), server=v.server.id, database=v.database,
+        return cls(id=case.id, key=case.key(), server=v.server.label, database=v.database,
                    orm=v.orm, test=case.test,
                    samples=[SampleRecord.pending(i, i) for i in range(repeat)])
 

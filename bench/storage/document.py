@@ -146,6 +146,7 @@ class RunRecord(Record):
     topology: dict = optional()            # which machine ran each role
     continuations: list[Continuation] = optional()
     cleanup_problems: list[str] = optional()   # what the databases' teardown left behind
+    ab: dict = optional()                  # an A/B run's versions and pairs (bench.runner.ab)
 
     def __post_init__(self):
         if self.schema_version != results.SCHEMA_VERSION:

@@ -44,7 +44,7 @@ def v1_doc():
 
 class _Spec:       # what a case's variant reads of a ServerSpec
     def __init__(self, sid):
-        self.id = sid
+        self.id = self.label = sid
 
 
 def case_doc(server, database, orm, test, rps=(1000.0,), status="ok", reason=None,

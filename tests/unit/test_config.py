@@ -242,7 +242,8 @@ def test_presets_set_four_settings_and_explicit_flags_override():
 def test_help_says_what_each_preset_sets(capsys):
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["run", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
+    # argparse may wrap a line after a hyphen ("warm-\nup")
+    text = " ".join(capsys.readouterr().out.split()).replace("warm- up", "warm-up")
     for p in settings.PRESETS.values():
         assert f"{p.name}: {p.repeat} x {p.duration:g} s samples after {p.warmup:g} s warm-up, " \
                f"{p.connections} connections" in text

@@ -1,0 +1,199 @@
+"""The analysis of an A/B run (`ab`): the baseline (A) and the candidate (B) of each case
+measured in one sitting, in blocks of four samples (ABBA or BAAB, bench.core.plan).
+
+Pure functions of the stored document. Per block, the difference of the two versions'
+mean (log) figure: within a block both versions sit at the same mean time, so a drift of
+the machine that is linear over the block cancels, and what drifted between blocks never
+enters a difference. The blocks' differences are tested against zero with a one-sample t
+test (scipy), and their mean, back on the figure's scale, is the change.
+
+A change is called only when it is significant *and* larger than the sitting's own noise
+floor: the typical difference between two back-to-back samples of the *same* version in
+the same sitting (each block holds one such A/A pair and one B/B pair), divided by the
+square root of the rounds, which is what averaging them leaves of it; never less than the
+figure's minimum effect.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import stats as scistats
+
+ALPHA = 0.01
+BLOCK = 4                        # samples of a pair per round: ABBA or BAAB
+ROUNDS_MIN = 3                   # below it the t test has one degree of freedom: weak
+# the smallest change worth a verdict, whatever the noise: a ratio for req/s and p99, an
+# absolute share for the error rate
+MIN_EFFECT = {"req/s": 0.02, "p99": 0.10, "error rate": 0.001}
+WORSE_WHEN = {"req/s": "lower", "p99": "higher", "error rate": "higher"}
+
+
+def _req_s(summary: dict) -> float | None:
+    return summary.get("requests_per_sec") or None
+
+
+def _p99(summary: dict) -> float | None:
+    return (summary.get("latency_ms") or {}).get("p99") or None
+
+
+def _errors(summary: dict) -> float:
+    sent = summary.get("sent") or summary.get("requests") or 0
+    return summary["errors"]["total"] / sent if sent else 0.0
+
+
+FIGURES = {"req/s": (_req_s, True), "p99": (_p99, True), "error rate": (_errors, False)}
+
+
+@dataclass
+class PairedFigure:
+    figure: str
+    baseline: float | None            # median over the baseline's ok samples
+    candidate: float | None
+    change: float | None              # relative (req/s, p99) or absolute (error rate)
+    ci: tuple[float, float] | None    # 95 % interval of the change
+    p_value: float | None
+    blocks: int
+    noise_floor: float | None         # median |same-version back-to-back difference|
+    threshold: float
+    weak: bool = False
+    direction: str | None = None      # "worse" | "better" | None (no decisive change)
+
+
+@dataclass
+class PairedCase:
+    id: str                           # the case id without the version
+    server: str
+    database: str
+    orm: bool
+    test: str
+    verdict: str                      # slower | faster | unchanged | broken | not comparable
+    reason: str | None = None
+    figures: list[PairedFigure] = field(default_factory=list)
+
+    @property
+    def moved(self) -> list[str]:
+        return [f.figure for f in self.figures if f.direction]
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "moved": self.moved}
+
+
+def blocks(doc: dict, case_a: str, case_b: str) -> list[list[tuple[str, dict]]]:
+    """The pair's ok samples in the order measured, per block: [(arm, sample), ...]. The
+    pair's entries of the stored order come four to a block (bench.core.plan)."""
+    by_id = {c["id"]: c for c in doc["cases"]}
+    arms = {case_a: "A", case_b: "B"}
+    out: list[list[tuple[str, dict]]] = []
+    seen = 0
+    for entry in doc["schedule"]["order"]:
+        case_id, index = entry.rsplit("#", 1)
+        if case_id not in arms:
+            continue
+        if seen % BLOCK == 0:
+            out.append([])
+        seen += 1
+        sample = by_id[case_id]["samples"][int(index)]
+        if sample["status"] == "ok" and sample.get("summary"):
+            out[-1].append((arms[case_id], sample))
+    return out
+
+
+def _value(sample: dict, figure: str) -> float | None:
+    getter, _ = FIGURES[figure]
+    return getter(sample["summary"])
+
+
+def block_difference(block: list[tuple[str, float]], logs: bool) -> float | None:
+    """B's mean minus A's mean in one block (of logs: a log ratio); None unless both
+    versions have a value."""
+    a = [v for arm, v in block if arm == "A"]
+    b = [v for arm, v in block if arm == "B"]
+    if not a or not b:
+        return None
+    f = math.log if logs else (lambda x: x)
+    return float(np.mean([f(v) for v in b]) - np.mean([f(v) for v in a]))
+
+
+def same_version_differences(block: list[tuple[str, float]], logs: bool) -> list[float]:
+    """|difference| of the two samples of each version in a block (A/A and B/B)."""
+    f = math.log if logs else (lambda x: x)
+    out = []
+    for arm in ("A", "B"):
+        values = [v for a, v in block if a == arm]
+        if len(values) == 2:
+            out.append(abs(f(values[1]) - f(values[0])))
+    return out
+
+
+def judge_figure(figure: str, per_block: list[list[tuple[str, float]]], baseline: list[float],
+                 candidate: list[float], alpha: float = ALPHA) -> PairedFigure:
+    _, logs = FIGURES[figure]
+    diffs = [d for d in (block_difference(b, logs) for b in per_block) if d is not None]
+    noise = [d for b in per_block for d in same_version_differences(b, logs)]
+    floor = float(np.median(noise)) if noise else None
+    to_scale = (lambda x: math.exp(x) - 1) if logs else (lambda x: x)
+    threshold = MIN_EFFECT[figure]
+    if floor is not None and diffs:
+        threshold = max(threshold, to_scale(floor / math.sqrt(len(diffs))))
+    row = PairedFigure(figure, float(np.median(baseline)) if baseline else None,
+                       float(np.median(candidate)) if candidate else None, None, None, None,
+                       len(diffs), to_scale(floor) if floor is not None else None, threshold)
+    if not diffs:
+        return row
+    mean = float(np.mean(diffs))
+    row.change = to_scale(mean)
+    if len(diffs) < ROUNDS_MIN or np.allclose(diffs, diffs[0]):
+        row.weak = len(diffs) < ROUNDS_MIN
+        if not row.weak:             # identical differences: no spread to test
+            row.ci, row.p_value = (row.change, row.change), 1.0 if mean == 0 else 0.0
+    else:
+        test = scistats.ttest_1samp(diffs, 0.0)
+        row.p_value = float(test.pvalue)
+        low, high = test.confidence_interval(0.95)
+        row.ci = (to_scale(float(low)), to_scale(float(high)))
+    decisive = (not row.weak and row.p_value is not None and row.p_value < alpha
+                and abs(row.change) > threshold)
+    if decisive:
+        higher = row.change > 0
+        row.direction = "worse" if higher == (WORSE_WHEN[figure] == "higher") else "better"
+    return row
+
+
+def analyse_pair(doc: dict, case_a: str, case_b: str, alpha: float = ALPHA) -> PairedCase:
+    by_id = {c["id"]: c for c in doc["cases"]}
+    a, b = by_id[case_a], by_id[case_b]
+    row = PairedCase(case_b.replace(f"{b['server']}/", f"{b['server'].split('@')[0]}/", 1),
+                     b["server"].split("@")[0], b["database"], b["orm"], b["test"], "unchanged")
+    if a["status"] != "ok":
+        row.verdict = "not comparable"
+        row.reason = f"{a['status']} on the baseline: {a.get('reason') or ''}".rstrip(": ")
+        return row
+    if b["status"] != "ok":
+        row.verdict = "broken"
+        row.reason = f"{b['status']} on the candidate: {b.get('reason') or ''}".rstrip(": ")
+        return row
+    per_block = blocks(doc, case_a, case_b)
+    for figure in FIGURES:
+        values = [[(arm, _value(s, figure)) for arm, s in block] for block in per_block]
+        values = [[(arm, v) for arm, v in block if v is not None] for block in values]
+        side = {arm: [v for block in values for x, v in block if x == arm] for arm in "AB"}
+        row.figures.append(judge_figure(figure, values, side["A"], side["B"], alpha))
+    worse = [f for f in row.figures if f.direction == "worse"]
+    better = [f for f in row.figures if f.direction == "better"]
+    row.verdict = "slower" if worse else "faster" if better else "unchanged"
+    moved = worse or better
+    if moved:
+        row.reason = ", ".join(f"{f.figure} {f.change:+.1%}" if f.figure != "error rate"
+                               else f"{f.figure} {f.change:+.2%} points" for f in moved)
+    weak = [f.figure for f in row.figures if f.weak]
+    if weak and not moved:
+        row.reason = (f"{len(per_block)} rounds: too few for the test (needs "
+                      f"{ROUNDS_MIN}), so no verdict (weak)")
+    return row
+
+
+def analyse(doc: dict, alpha: float = ALPHA) -> list[PairedCase]:
+    """Every pair of the A/B run (doc["ab"]["pairs"]), in the stored order."""
+    return [analyse_pair(doc, a, b, alpha) for a, b in doc["ab"]["pairs"]]

@@ -1,0 +1,88 @@
+"""An A/B run's verdicts as markdown (a pull-request comment) or JSON, from the stored
+document and the paired analysis (bench.analysis.paired)."""
+from __future__ import annotations
+
+import json
+
+from tabulate import tabulate
+
+from bench.analysis.paired import ALPHA, PairedCase, PairedFigure
+
+MARKS = {"slower": "**SLOWER**", "broken": "**BROKEN**", "faster": "faster",
+         "unchanged": "unchanged", "not comparable": "not comparable"}
+ORDER = ("broken", "slower", "faster", "not comparable", "unchanged")
+# the marker a pull-request workflow finds its own comment by, to update it
+COMMENT_MARKER = "<!-- webbench-ab -->"
+
+
+def _change(f: PairedFigure | None) -> str:
+    if f is None or f.change is None:
+        return "-"
+    if f.figure == "error rate":
+        return f"{f.change:+.2%}"
+    text = f"{f.change:+.1%}"
+    if f.ci is not None:
+        text += f" [{f.ci[0]:+.1%}, {f.ci[1]:+.1%}]"
+    return text
+
+
+def _row(c: PairedCase) -> list[str]:
+    figs = {f.figure: f for f in c.figures}
+    rps = figs.get("req/s")
+    medians = "-" if rps is None or rps.baseline is None else \
+        f"{rps.baseline:,.0f} → {rps.candidate:,.0f}"
+    floor = "-" if rps is None or rps.noise_floor is None else \
+        f"{rps.noise_floor:.1%} / {rps.threshold:.1%}"
+    p = "-" if rps is None or rps.p_value is None else f"{rps.p_value:.3f}"
+    return [c.test, f"{c.server} {c.database} {'orm' if c.orm else 'raw'}", medians,
+            _change(rps), _change(figs.get("p99")), _change(figs.get("error rate")), p, floor,
+            MARKS[c.verdict], c.reason or ""]
+
+
+HEADERS = ["test", "variant", "req/s A → B (median)", "req/s change [95 % CI]", "p99 change",
+           "error-rate change", "p (req/s)", "A/A noise / threshold", "verdict", "why"]
+
+
+def counts(rows: list[PairedCase]) -> dict[str, int]:
+    return {v: sum(1 for r in rows if r.verdict == v) for v in ORDER}
+
+
+def to_markdown(doc: dict | None, rows: list[PairedCase], selection_why: str,
+                servers: list[str]) -> str:
+    head = [COMMENT_MARKER, "## A/B benchmark"]
+    if doc is None:
+        return "\n".join(head + ["", f"Nothing to measure: no server differs between the "
+                                     f"two versions ({selection_why}). `--all` measures "
+                                     f"every server.", ""])
+    ab = doc["ab"]
+    side = lambda v: f"`{v['given']}`" + (f" ({v['commit'][:10]}" + (", with uncommitted "  # noqa: E731
+                                           "changes" if v.get("dirty") else "") + ")"
+                                          if v.get("commit") else "")
+    n = counts(rows)
+    settings = doc["settings"]
+    head += ["", f"Baseline (A) {side(ab['baseline'])}, candidate (B) {side(ab['candidate'])}; "
+                 f"servers: {', '.join(servers)} ({selection_why}).",
+             f"{settings['repeat'] // 2} rounds of ABBA / BAAB blocks, {settings['repeat']} "
+             f"samples of {settings['duration']:g} s per version, in one sitting on "
+             f"{doc['environment'].get('machine_id')}; run `{doc['run_id']}`.", "",
+             f"**{n['broken']} broken, {n['slower']} slower, {n['faster']} faster, "
+             f"{n['unchanged']} unchanged, {n['not comparable']} not comparable.**", ""]
+    ordered = sorted(rows, key=lambda r: ORDER.index(r.verdict))
+    body = tabulate([_row(r) for r in ordered], HEADERS, tablefmt="pipe", disable_numparse=True)
+    foot = ["", f"A change counts when a paired t test over the blocks gives p < {ALPHA:g} "
+                "and it exceeds the threshold: the A/A noise of this sitting (the median "
+                "difference of two back-to-back samples of one version) over the square "
+                "root of the rounds, and at least 2 % (req/s), 10 % (p99) or 0.1 points "
+                "(error rate). Changes are B against A; for req/s lower is worse."]
+    return "\n".join(head + [body] + foot + [""])
+
+
+def to_json(doc: dict | None, rows: list[PairedCase], selection_why: str,
+            servers: list[str]) -> str:
+    return json.dumps({"run_id": doc["run_id"] if doc else None,
+                       "ab": doc["ab"] if doc else None, "selection": selection_why,
+                       "servers": servers, "counts": counts(rows),
+                       "cases": [r.as_dict() for r in rows]}, indent=2) + "\n"
+
+
+FORMATS = {"md": to_markdown, "json": to_json}

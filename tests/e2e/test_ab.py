@@ -1,0 +1,72 @@
+"""`run_bench.py ab` end to end: two versions of a fixture server whose per-request CPU
+cost each version's manifest sets, measured in one sitting with real wrk. No real server
+is edited: the versions are two folders holding copies of the fixture."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_run_bench import PORTS, REPO, run_bench
+
+pytestmark = pytest.mark.e2e
+FIXTURES = REPO / "tests" / "fixtures"
+SHORT = ["--tests", "plain", "--repeat", "6", "--duration", "1", "--warmup", "0.5",
+         "--connections", "8", *PORTS]
+
+
+def version(root: Path, costs: dict[str, str], start_fails: str | None = None) -> Path:
+    """A checkout-like folder: servers/<id> copies of the tunable_cost fixture, one per
+    entry of `costs` (server id -> FIXTURE_COST_US); `start_fails`: that server's start
+    command names a program that does not exist."""
+    shutil.copytree(FIXTURES / "broken_server", root / "broken_server")
+    text = (FIXTURES / "servers" / "tunable_cost" / "manifest.toml").read_text()
+    for sid, cost in costs.items():
+        folder = root / "servers" / sid
+        folder.mkdir(parents=True)
+        manifest = text.replace('id = "tunable_cost"', f'id = "{sid}"').replace(
+            'BROKEN_MODE = "correct"', f'BROKEN_MODE = "correct"\nFIXTURE_COST_US = "{cost}"')
+        if sid == start_fails:
+            manifest = manifest.replace('start = ["{python}"', 'start = ["/nonexistent/python"')
+        (folder / "manifest.toml").write_text(manifest)
+    return root
+
+
+def test_ab_flags_the_slowed_server_only_and_measures_only_what_changed(tmp_path):
+    a = version(tmp_path / "a", {"steady": "300", "slowed": "300"})
+    b = version(tmp_path / "b", {"steady": "300", "slowed": "900"})
+    out = run_bench("ab", str(a), str(b), *SHORT, "--results-dir", str(tmp_path / "r"),
+                    "--format", "json", "--output", str(tmp_path / "ab.json"))
+    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
+    verdicts = json.loads((tmp_path / "ab.json").read_text())
+    assert verdicts["servers"] == ["slowed"]          # steady's folder is the same in both
+    (row,) = verdicts["cases"]
+    assert row["verdict"] == "slower" and row["moved"][0] == "req/s", row
+    rps = row["figures"][0]
+    assert rps["change"] < -0.2 and rps["blocks"] == 3
+    run_dir = next((tmp_path / "r" / "ab").glob("*/*/results.json")).parent
+    stored = json.loads((run_dir / "results.json").read_text())
+    assert stored["ab"]["pairs"] == [["slowed@A/none/raw/plain@c8", "slowed@B/none/raw/plain@c8"]]
+    assert (run_dir / "ab.md").read_text().startswith("<!-- webbench-ab -->")
+    # the stored order is the paired schedule: blocks of ABBA or BAAB
+    arms = "".join(e.split("/")[0][-1] for e in stored["schedule"]["order"])
+    assert {arms[i:i + 4] for i in range(0, len(arms), 4)} <= {"ABBA", "BAAB"}
+
+
+def test_ab_calls_a_candidate_that_no_longer_starts_broken(tmp_path):
+    a = version(tmp_path / "a", {"steady": "100"})
+    b = version(tmp_path / "b", {"steady": "100"}, start_fails="steady")
+    out = run_bench("ab", str(a), str(b), *SHORT, "--repeat", "2",
+                    "--results-dir", str(tmp_path / "r"))
+    assert out.returncode == 3, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "**BROKEN**" in out.stdout and "1 broken" in out.stdout
+
+
+def test_ab_with_nothing_changed_measures_nothing_and_says_so(tmp_path):
+    a = version(tmp_path / "a", {"steady": "100"})
+    b = version(tmp_path / "b", {"steady": "100"})
+    out = run_bench("ab", str(a), str(b), *SHORT, "--results-dir", str(tmp_path / "r"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Nothing to measure" in out.stdout and not (tmp_path / "r").exists()
