@@ -20,12 +20,13 @@
 # Exit status (the worst that applies):
 #   0  all fine: tonight's run is complete, every case ok, nothing regressed
 #   1  a case regressed (compare exited 1: decisively worse than the previous night)
-#   2  bad input: no run of tonight was stored (make bench exited 2: bad options), or
-#      compare refused its input (exited 2)
+#   2  bad input: options the run refuses (checked before anything runs), make bench
+#      exited 0 yet stored no run, or compare refused its input (exited 2)
 #   3  a case broke: compare said so (exited 3), or a case ok the previous night is
 #      failed, invalid, unverified or missing tonight
-#   4  the benchmark itself failed: make bench (set-up, build, run) exited non-zero with
-#      no broken case to explain it, tonight's run is not complete, or a case is not ok
+#   4  the benchmark itself failed: make bench (set-up, build, run) exited non-zero
+#      (make says 2 for any failure) with no broken case to explain it, or stored no run,
+#      or the calibration failed, tonight's run is not complete, or a case is not ok
 #      tonight that was not ok the previous night either (or there was no previous night)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,13 +45,17 @@ find "$results/$machine" -mindepth 1 -maxdepth 1 -type d 2>/dev/null > "$out/run
 
 calibration_note=$($NIGHTLY calibration "$results" "$machine" "$@")
 case $? in
-  0) calibration="compare used the stored calibration $calibration_note" ;;
+  0) calibration="the stored one, $calibration_note" ;;
   10) echo "nightly: calibrating first: $calibration_note" >&2
      $PY run_bench.py calibrate --preset nightly "$@" --results-dir "$results"
      calibrate_status=$?
+     if ((calibrate_status == 2)); then
+       echo "nightly: run_bench.py calibrate refused the options (exit 2)" >&2
+       exit 2
+     fi
      made=$($NIGHTLY calibration "$results" "$machine" "$@")
      if (($? == 0)); then
-       calibration="calibrated tonight ($calibration_note); compare used it: $made"
+       calibration="made tonight ($calibration_note): $made"
      else
        calibration="none that fits: it was needed ($calibration_note), run_bench.py calibrate exited $calibrate_status, and now: $made"
        say "the calibration tonight failed (run_bench.py calibrate exited $calibrate_status)"
@@ -66,8 +71,8 @@ bench_status=$?
 mapfile -t picked < <($NIGHTLY runs "$results" "$machine" "$out/runs_before")
 tonight=${picked[0]:-} previous=${picked[1]:-}
 if [[ -z $tonight ]]; then
-  if ((bench_status == 0 || bench_status == 2)); then
-    echo "nightly: no run of machine $machine was stored tonight (make bench exited $bench_status)" >&2
+  if ((bench_status == 0)); then
+    echo "nightly: make bench exited 0 but no run of machine $machine was stored in $results" >&2
     exit 2
   fi
   echo "nightly: the benchmark failed before storing a run: make bench exited $bench_status" >&2
@@ -94,7 +99,7 @@ compare_status=0
   echo
   echo "Run: $(basename "$tonight") (make bench exited $bench_status)."
   echo
-  echo "Calibration: $calibration."
+  echo "Calibration (its per-case thresholds are what compare judges by): $calibration."
   echo
   if [[ -n $health ]]; then
     echo "Cases not ok tonight:"
