@@ -31,20 +31,32 @@ def git_state(host: Host = LOCAL) -> dict:
     sha256 of `git diff HEAD`: the same diff on two machines is the same code). The one
     place git is asked, for the run's environment block, the pinning of remote hosts in
     the preflight and their record in the topology. Commit None: not a git checkout, or
-    no git there."""
+    no git there; "error" then says what git said."""
     folder = host.project_path(REPO)
+    said: list[str] = []               # what git said when it failed, for the message
 
     def git(*args: str) -> str | None:
         try:
             done = host.run(["git", "-C", folder, *args], timeout=GIT_TIMEOUT_S)
-        except OSError:                 # no git on that host
+        except OSError as exc:          # no git on that host
+            said.append(f"git: {exc.strerror or exc}")
             return None
-        return done.stdout.strip() if done.returncode == 0 and not done.timed_out else None
+        if done.returncode == 0 and not done.timed_out:
+            return done.stdout.strip()
+        said.append(first_line_of(done.stderr) or f"git {args[0]} exited {done.returncode}")
+        return None
     status = git("status", "--porcelain", "--untracked-files=no")
     diff = git("diff", "HEAD") if status else ""
-    return {"commit": git("rev-parse", "HEAD"),
-            "dirty": None if status is None else bool(status),
-            "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None}
+    state = {"commit": git("rev-parse", "HEAD"),
+             "dirty": None if status is None else bool(status),
+             "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None}
+    if state["commit"] is None:
+        state["error"] = said[0][:200]
+    return state
+
+
+def first_line_of(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def machine() -> dict:

@@ -92,7 +92,7 @@ def project_problems(host, role: str) -> list[str]:
     return []
 
 
-def short(commit: str | None) -> str:
+def short_commit(commit: str | None) -> str:
     return commit[:12] if commit else "no commit"
 
 
@@ -116,26 +116,27 @@ def pin_problems(host, roles: str, ours: dict) -> list[str]:
     """A remote host must run the code the harness runs: its checkout at the harness's
     commit, with the same uncommitted changes (none, or the same diff), else its samples
     would be of other code than the results say."""
-    where = host.project_path(REPO)
+    where, commit = host.project_path(REPO), short_commit(ours["commit"])
     if ours["commit"] is None:
         return [f"the harness's own folder {REPO} is not a git checkout, so whether "
                 f"{host.name} ({roles}) runs the same code cannot be checked: run the "
                 f"harness from a clone (README, \"Several machines\")"]
     theirs = git_state(host)
     if theirs["commit"] is None:
-        return [f"{host.name} ({roles}): the project in {where} is not a git checkout (or "
-                f"git is not installed there), so its code cannot be checked to be the "
-                f"harness's: clone it there (`git clone <this repository> "
-                f"{where}`), check out {short(ours['commit'])} and run `make setup` on that "
-                f"machine (README, \"Several machines\")"]
+        return [f"{host.name} ({roles}): the project in {where} is not a git checkout "
+                f"(git said: {theirs['error']}), so its code cannot be checked to be the "
+                f"harness's: clone it there (`git clone <this repository> {where}`), check "
+                f"out {commit} and run `make setup` on that machine (README, \"Several "
+                f"machines\")"]
     differs = code_differences(ours, theirs)
     if not differs:
         return []
-    return [f"{host.name} ({roles}) runs other code than the harness: its checkout {where} is "
-            f"at {short(theirs['commit'])}{' with changes' if theirs['dirty'] else ''}, the "
-            f"harness's at {short(ours['commit'])}{' with changes' if ours['dirty'] else ''} "
-            f"({'; '.join(differs)}): check out {short(ours['commit'])} there and carry the "
-            f"same changes (or commit them on both), then `make setup` there"]
+    changes = {True: " with changes", False: "", None: ""}
+    return [f"{host.name} ({roles}) runs other code than the harness: its checkout {where} "
+            f"is at {short_commit(theirs['commit'])}{changes[theirs['dirty']]}, the "
+            f"harness's at {commit}{changes[ours['dirty']]} ({'; '.join(differs)}): check "
+            f"out {commit} there and carry the same changes (or commit them on both), "
+            f"then `make setup` there"]
 
 
 def remote_problems(hosts: Hosts) -> list[str]:

@@ -7,7 +7,8 @@ from pathlib import Path
 from bench.cli import nightly
 from bench.paths import REPO
 
-SETTINGS = nightly.settings_of(["--servers", "tunable_cost", "--servers-dir", str(REPO / "tests/fixtures/servers"),
+FIXTURES = str(REPO / "tests/fixtures/servers")
+SETTINGS = nightly.settings_of(["--servers", "tunable_cost", "--servers-dir", FIXTURES,
                                 "--duration", "1"])
 
 

@@ -60,7 +60,8 @@ def test_git_state_reads_the_commit_and_which_changes_through_the_host():
                      "diff_sha256": hashlib.sha256(PATCH.encode()).hexdigest()}
     assert git_state(checkout("there", A)) == {"commit": A, "dirty": False, "diff_sha256": None}
     assert git_state(checkout("there", None)) == {"commit": None, "dirty": None,
-                                                  "diff_sha256": None}
+                                                  "diff_sha256": None,
+                                                  "error": "fatal: not a git repository"}
 
 
 def test_a_remote_checkout_at_the_harness_commit_passes():
@@ -95,7 +96,8 @@ def test_the_same_uncommitted_changes_on_both_sides_are_the_same_code():
 def test_a_remote_folder_that_is_not_a_git_repository_is_refused_saying_clone_it():
     [problem] = refused(checkout("here", A), checkout("there", None))
     assert problem.startswith("there (server): the project in ")
-    assert "is not a git checkout" in problem and "clone it there" in problem
+    assert "is not a git checkout (git said: fatal: not a git repository)" in problem
+    assert "clone it there" in problem
     assert f"check out {A[:12]}" in problem
 
 
