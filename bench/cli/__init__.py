@@ -79,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
                                            "regression thresholds for this machine")
     arguments.add_selection(cal)
     arguments.add_load(cal)
+    arguments.add_modes(cal)           # the run's options, so nightly.sh can pass the same
     arguments.add_server_settings(cal)
     arguments.add_databases(cal)
     arguments.add_hosts(cal)

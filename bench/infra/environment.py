@@ -12,31 +12,51 @@ import hashlib
 import json
 import platform
 import re
-import subprocess
 import tomllib
 from importlib import metadata
 from pathlib import Path
 
 from bench.core.machine import fingerprint  # noqa: F401 - the run's machine id, kept here too
-from bench.infra.host import LOCAL
+from bench.infra.host import LOCAL, Host
 from bench.infra.seam import TOOL_COMMANDS, first_line
 from bench.paths import REPO
 
 
-def git_state() -> dict:
+GIT_TIMEOUT_S = 30
+
+
+def git_state(host: Host = LOCAL) -> dict:
+    """The code this project's checkout on `host` holds (on a remote host: its workdir):
+    the commit, whether it has uncommitted changes to tracked files, and which ones (the
+    sha256 of `git diff HEAD`: the same diff on two machines is the same code). The one
+    place git is asked, for the run's environment block, the pinning of remote hosts in
+    the preflight and their record in the topology. Commit None: not a git checkout, or
+    no git there; "error" then says what git said."""
+    folder = host.project_path(REPO)
+    said: list[str] = []               # what git said when it failed, for the message
+
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True,
-                                 text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+            done = host.run(["git", "-C", folder, *args], timeout=GIT_TIMEOUT_S)
+        except OSError as exc:          # no git on that host
+            said.append(f"git: {exc.strerror or exc}")
             return None
-        return out.stdout.strip() if out.returncode == 0 else None
+        if done.returncode == 0 and not done.timed_out:
+            return done.stdout.strip()
+        said.append(first_line_of(done.stderr) or f"git {args[0]} exited {done.returncode}")
+        return None
     status = git("status", "--porcelain", "--untracked-files=no")
     diff = git("diff", "HEAD") if status else ""
-    # which uncommitted changes: --resume refuses to mix samples of different code
-    return {"commit": git("rev-parse", "HEAD"),
-            "dirty": None if status is None else bool(status),
-            "diff_sha": hashlib.sha256(diff.encode()).hexdigest()[:16] if diff else None}
+    state = {"commit": git("rev-parse", "HEAD"),
+             "dirty": None if status is None else bool(status),
+             "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None}
+    if state["commit"] is None:
+        state["error"] = said[0][:200]
+    return state
+
+
+def first_line_of(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def machine() -> dict:
@@ -55,9 +75,13 @@ def tools() -> dict:
 
 def environment() -> dict:
     """The environment block of a run (databases' versions are added once they are up)."""
-    return {**machine(), "tools": tools(), "git": git_state(),
+    git = git_state()
+    # "diff_sha": the short form --resume compared before diff_sha256 was recorded, kept
+    # so that a run stored before can still be resumed
+    git["diff_sha"] = git["diff_sha256"][:16] if git["diff_sha256"] else None
+    return {**machine(), "tools": tools(), "git": git,
             # kept at the top level too: schema 1 readers and the tables' header use them
-            "python": platform.python_version(), "git_commit": git_state()["commit"]}
+            "python": platform.python_version(), "git_commit": git["commit"]}
 
 
 # ------------------------------------------------------------------ server versions

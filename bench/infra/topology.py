@@ -1,9 +1,11 @@
 """Where each role ran, for the results: the hosts file's topology, each remote host's
-environment block, and the network between the roles (TCP connect round trips, measured
+environment block with the code its checkout holds ("git": what the preflight pinned to
+the harness's), and the network between the roles (TCP connect round trips, measured
 from the host that opens the connections in a run: client to server, server to database).
 """
 from __future__ import annotations
 
+from bench.infra.environment import git_state
 from bench.infra.hosts import Hosts
 
 RTT_SAMPLES = 20
@@ -34,8 +36,9 @@ def record(hosts: Hosts) -> dict:
     fingerprints = {}
     for role in roles:
         if hosts.is_remote(role):
+            host = hosts.for_role(role)
             try:
-                fingerprints[role] = hosts.for_role(role).fingerprint()
+                fingerprints[role] = {**host.fingerprint(), "git": git_state(host)}
             except Exception as exc:  # noqa: BLE001
                 fingerprints[role] = {"error": str(exc)[:200]}
     return {"roles": roles, "hosts": fingerprints,

@@ -15,6 +15,7 @@ from pathlib import Path
 from bench.core.context import RunContext
 from bench.core.plan import Case, databases_needed
 from bench.core.settings import NO_PROXY
+from bench.infra.environment import git_state
 from bench.infra.host import LOCAL
 from bench.infra.hosts import Hosts
 from bench.load import oha, wrk
@@ -91,6 +92,71 @@ def project_problems(host, role: str) -> list[str]:
     return []
 
 
+def short_commit(commit: str | None) -> str:
+    return commit[:12] if commit else "no commit"
+
+
+def code_differences(ours: dict, theirs: dict) -> list[str]:
+    """What makes a remote checkout's code differ from the harness's (git_state blocks):
+    another commit, or uncommitted changes the other side has not (the same diff on both
+    sides is the same code)."""
+    found = []
+    if theirs["commit"] != ours["commit"]:
+        found.append("another commit")
+    if theirs["dirty"] and not ours["dirty"]:
+        found.append("uncommitted changes there that the harness's checkout has not")
+    elif ours["dirty"] and not theirs["dirty"]:
+        found.append("uncommitted changes in the harness's checkout that it has not")
+    elif theirs["dirty"] and theirs["diff_sha256"] != ours["diff_sha256"]:
+        found.append("other uncommitted changes than the harness's (`git diff HEAD` differs)")
+    return found
+
+
+def pin_problems(host, roles: str, ours: dict) -> list[str]:
+    """A remote host must run the code the harness runs: its checkout at the harness's
+    commit, with the same uncommitted changes (none, or the same diff), else its samples
+    would be of other code than the results say."""
+    where, commit = host.project_path(REPO), short_commit(ours["commit"])
+    if ours["commit"] is None:
+        return [f"the harness's own folder {REPO} is not a git checkout, so whether "
+                f"{host.name} ({roles}) runs the same code cannot be checked: run the "
+                f"harness from a clone (README, \"Several machines\")"]
+    theirs = git_state(host)
+    if theirs["commit"] is None:
+        return [f"{host.name} ({roles}): the project in {where} is not a git checkout "
+                f"(git said: {theirs['error']}), so its code cannot be checked to be the "
+                f"harness's: clone it there (`git clone <this repository> {where}`), check "
+                f"out {commit} and run `make setup` on that machine (README, \"Several "
+                f"machines\")"]
+    differs = code_differences(ours, theirs)
+    if not differs:
+        return []
+    changes = {True: " with changes", False: "", None: ""}
+    return [f"{host.name} ({roles}) runs other code than the harness: its checkout {where} "
+            f"is at {short_commit(theirs['commit'])}{changes[theirs['dirty']]}, the "
+            f"harness's at {commit}{changes[ours['dirty']]} ({'; '.join(differs)}): check "
+            f"out {commit} there and carry the same changes (or commit them on both), "
+            f"then `make setup` there"]
+
+
+def remote_problems(hosts: Hosts) -> list[str]:
+    """Each remote host, once however many roles it has: the project set up there, at
+    the harness's code."""
+    roles_of: dict[int, tuple] = {}
+    for role in ("client", "server", "database"):
+        if hosts.is_remote(role):
+            host = hosts.for_role(role)
+            roles_of.setdefault(id(host), (host, []))[1].append(role)
+    if not roles_of:
+        return []
+    ours, found = git_state(LOCAL), []
+    for host, roles in roles_of.values():
+        named = ", ".join(roles)
+        missing = project_problems(host, named)
+        found += missing or pin_problems(host, named, ours)
+    return found
+
+
 def writable(folder: Path) -> str | None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -116,9 +182,7 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
             where = f" on {host.name}" if host is not LOCAL else ""
             found.append(f"{hints.get(tool, f'{tool} is not installed (or not on PATH): {INSTALL}')}"
                          f"{where} (needed for {why})")
-    for role in ("client", "server", "database"):
-        if hosts.is_remote(role):
-            found += project_problems(hosts.for_role(role), role)
+    found += remote_problems(hosts)
     for port, (role, what) in ports_needed(context, cases, hosts.database_mode, needs).items():
         address = context.server_address if role == "server" else \
             (hosts.specs["database"].address if hosts.is_remote("database") else "127.0.0.1")

@@ -86,6 +86,9 @@ def test_client_server_and_database_on_three_hosts(netns_testbed, tmp_path):
                                  "server": f"root@{bed.nodes['server'].address}",
                                  "database": f"root@{bed.nodes['db'].address}"}
     assert set(topology["hosts"]) == {"client", "server", "database"}
+    # each remote checkout (the workdir: this repository) was pinned to the harness's code
+    pinned = {k: doc["environment"]["git"][k] for k in ("commit", "dirty", "diff_sha256")}
+    assert all(topology["hosts"][role]["git"] == pinned for role in topology["hosts"])
     assert topology["network"]["client->server"]["tcp_connect_ms_median"] > 0
     sample = doc["cases"][0]["samples"][0]
     assert sample["resources"]["server"]["cpu_s"] > 0 and sample["resources"]["client"]["cpu_s"] > 0

@@ -15,6 +15,7 @@ from bench.core.context import DatabaseSource, ServerLaunch
 from bench.core.plan import Case, LoadParams, Variant
 from bench.core.settings import Settings
 from bench.infra import databases, db, state
+from bench.infra.host import LOCAL
 from bench.infra.hosts import Hosts, HostSpec
 from bench.session import FOR_BUILD, FOR_RUN, FOR_VERIFY, PreflightError, Session
 from bench.session import preflight
@@ -49,6 +50,8 @@ class RecordingHost:
         return "/cache"
 
     def run(self, argv, cwd=None, timeout=None, stop_signal=None):
+        if argv[0] == "git":    # its checkout is this one (project_path): pinned to it
+            return LOCAL.run(argv, timeout=timeout)
         self.commands.append(list(argv))
         code = 0 if argv[0] == "test" else self.build_exit
         return SimpleNamespace(returncode=code, stdout="built\n", stderr="", timed_out=False,
