@@ -20,6 +20,10 @@ from bench.core.machine import fingerprint, hardware_id
 SHAPING_SETTINGS = ("preset", "workers", "db_connections", "duration", "warmup", "timeout",
                     "connections", "connection_levels", "connection_modes", "behind", "rates",
                     "burst", "seed", "server_cpus", "client_cpus", "db_cpus")
+# A setting older harnesses did not record did not exist yet: those runs ran as with its
+# neutral value, so a run from before it compares with one that leaves it at that value.
+BEFORE_IT_EXISTED = {"connection_modes": ["keep-alive"], "behind": ["none"], "rates": [],
+                     "burst": 0.0, "server_cpus": None, "client_cpus": None, "db_cpus": None}
 LOAD_KEYS = ("generator", "version", "threads")
 ALL_LOCAL = {"client": "local", "server": "local", "database": "local"}
 KEY_ID_LENGTH = 10
@@ -64,7 +68,7 @@ def key(doc: dict) -> dict:
     hosts = ((doc.get("topology") or {}).get("hosts") or {})
     return {
         "machine": machine_id(doc),
-        "settings": {k: settings.get(k, NOT_RECORDED) for k in SHAPING_SETTINGS},
+        "settings": {k: _setting(settings, k) for k in SHAPING_SETTINGS},
         "load": {k: load.get(k) for k in LOAD_KEYS},
         "open_model": {k: open_model.get(k) for k in ("generator", "version")},
         "topology": dict(roles(doc)),
@@ -72,6 +76,14 @@ def key(doc: dict) -> dict:
         "databases": {engine: {"mode": db.get("mode"), "version": db.get("version")}
                       for engine, db in sorted((doc.get("databases") or {}).items())},
     }
+
+
+def _setting(settings: dict, name: str):
+    if name in settings:
+        return settings[name]
+    if name == "connection_levels" and "connections" in settings:
+        return [settings["connections"]]          # before sweeps: the one level
+    return BEFORE_IT_EXISTED.get(name, NOT_RECORDED)
 
 
 def _for_engines(k: dict, engines) -> dict:

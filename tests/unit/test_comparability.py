@@ -108,3 +108,13 @@ def test_a_host_whose_fingerprint_failed_is_named_not_fatal():
     doc = stored(err=lambda d: d["topology"]["hosts"].update(server={"error": "timed out"}))
     assert comparability.key(doc)["hosts"]["server"]["fingerprint"] == "unknown (timed out)"
     assert copy.deepcopy(comparability.key(doc)) == comparability.key(doc)
+
+
+def test_a_run_from_before_a_setting_existed_compares_with_its_neutral_value():
+    old = stored(gone=lambda d: [d["settings"].pop(k) for k in
+                                 ("connection_levels", "connection_modes", "behind", "rates",
+                                  "burst", "server_cpus", "client_cpus", "db_cpus")])
+    assert comparability.key(old) == comparability.key(stored())
+    no_seed = stored(gone=lambda d: d["settings"].pop("seed"))
+    assert comparability.differences(comparability.key(no_seed), comparability.key(stored())) \
+        == ["different settings: seed (not recorded) vs 1"]

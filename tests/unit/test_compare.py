@@ -333,3 +333,29 @@ def test_decide_is_one_rule_for_every_figure():
     assert compare.decide(-0.10, 0.05, 0.01, False, "higher") == "better"
     assert compare.decide(0.04, 0.05, 0.001, False, "higher") is None
     assert compare.samples_needed(0.05) == 4 and compare.samples_needed(0.01) == 5
+
+
+def test_a_format_1_calibration_file_is_read_from_disk(tmp_path, capsys):
+    base = doc_with(BASE, "r1")
+    paths = [_save(tmp_path, base),
+             _save(tmp_path, doc_with({**BASE, "a": (930, 940, 920, 935, 925)}, "r2"))]
+    old = calibration.path_for(tmp_path, "m1")
+    old.parent.mkdir()
+    old.write_text(json.dumps({"machine_id": "m1", "created_at": "2026-01-01", "runs": ["x", "y"],
+                               "settings": {}, "thresholds": {base["cases"][0]["id"]: 0.10}}))
+    assert main(["compare", *paths, "--results-dir", str(tmp_path)]) == 0
+    assert "is of format 1: req/s thresholds only" in capsys.readouterr().err
+
+
+def test_calibrate_prints_each_figures_threshold():
+    from bench.cli.calibrate import describe
+    found = compare.calibrate(doc_with(BASE, "r0"), doc_with({**BASE, "a": (1100, 1110, 1090,
+                                                                             1105, 1095)}, "r1"))
+    text = describe(found, "m1", "results/m1/calibration.json")
+    assert f"2 cases, comparability key {found['key_id']}) in results/m1/calibration.json" in text
+    first = text.splitlines()[3]     # the noisiest req/s first: a moved by 10 %, p99 by -9 %
+    assert first.split() == ["15.0", "%", "13.6", "%", "0.010", "pp", found_case(found, "a")]
+
+
+def found_case(found: dict, server: str) -> str:
+    return next(case for case in found["thresholds"] if case.startswith(f"{server}/"))
