@@ -193,7 +193,7 @@ def figure_change(figure: str, base: list[float], cand: list[float], *, threshol
     row.weak = smallest_p_value(len(base), len(cand)) >= alpha
     if row.weak:
         row.samples_needed = samples_needed(alpha)
-    elif base == cand or (len(set(base)) == 1 and set(base) == set(cand)):
+    elif base == cand:
         row.p_value = 1.0
     else:
         row.p_value = float(scistats.mannwhitneyu(cand, base, alternative="two-sided").pvalue)
@@ -282,9 +282,10 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
     base_key, cand_key = comparability.key(base), comparability.key(cand)
     defaults = {RPS: threshold, P99: p99_threshold, ERROR_RATE: error_threshold}
     calibrated, note = noise.usable_thresholds(calibration, base_key)
+    source = (calibration or {}).get("path", "the calibration")
     result = Comparison(base["run_id"], cand["run_id"], threshold, alpha,
                         comparability.run_differences(base_key, cand_key),
-                        calibration=calibration["path"] if calibrated is not None else None,
+                        calibration=source if calibrated is not None else None,
                         calibration_note=note, thresholds=defaults)
     base_cases = {c["id"]: c for c in base["cases"]}
     cand_cases = {c["id"]: c for c in cand["cases"]}
@@ -292,7 +293,7 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
         b, c = base_cases.get(case_id), cand_cases.get(case_id)
         engine = (c or b)["database"]
         per_case = (calibrated or {}).get(case_id, {})
-        thresholds = {f: (per_case[f], calibration["path"]) if f in per_case
+        thresholds = {f: (per_case[f], source) if f in per_case
                       else (defaults[f], DEFAULT_SOURCE) for f in FIGURES}
         db_reasons = ([] if engine == "none" else
                       comparability.database_differences(base_key, cand_key, engine))
