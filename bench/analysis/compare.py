@@ -1,26 +1,60 @@
-"""Comparing two stored runs case by case: faster, slower, unchanged, or not comparable.
+"""Comparing two stored runs case by case: broken, slower, faster, unchanged, or not
+comparable.
 
-Pure functions of two results documents (and optional per-case thresholds from a
-calibration): nothing is measured here. A change counts only when it passes the
-threshold *and* a Mann-Whitney U test on the samples (scipy); with too few samples for
-the test to ever reach significance, the threshold alone decides and the verdict says
-it is weak.
+Pure functions of two results documents (and optionally a stored calibration): nothing
+is measured here. Three figures are judged per case, each with its own threshold: median
+req/s (lower is worse), median p99 latency (higher is worse) and the error rate (higher
+is worse, in absolute terms). A figure moved only when its change passes the threshold
+*and* a Mann-Whitney U test on the per-sample values gives p < alpha. With too few
+samples for the test ever to reach p < alpha, the threshold alone decides and the figure
+is *weak*: shown and warned about, never a regression (`Comparison.regressed`).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from math import comb
 
 import numpy as np
 from scipy import stats as scistats
 
-from bench.analysis import statistics
-from bench.core.machine import fingerprint
+from bench.analysis import comparability, noise, statistics
+from bench.analysis.comparability import machine_id  # noqa: F401 - the CLI's name for it
+from bench.analysis.figures import (DEFAULT_ERROR_THRESHOLD, DEFAULT_P99_THRESHOLD,  # noqa: F401
+                                    DEFAULT_THRESHOLD, DEFAULTS, ERROR_RATE, FIGURES, P99,
+                                    RELATIVE, RPS, WORSE_WHEN, ok_values)
+from bench.analysis.noise import aa_threshold, calibrate  # noqa: F401 - compare's A/A side
 
-FASTER, SLOWER, UNCHANGED, NOT_COMPARABLE = "faster", "slower", "unchanged", "not comparable"
-DEFAULT_THRESHOLD = 0.05
+BROKEN, SLOWER, FASTER = "broken", "slower", "faster"
+UNCHANGED, NOT_COMPARABLE = "unchanged", "not comparable"
+VERDICTS = (BROKEN, SLOWER, FASTER, UNCHANGED, NOT_COMPARABLE)
+WORSE, BETTER = "worse", "better"
 ALPHA = 0.05
-# Settings that shape the figures: a difference in any makes every case incomparable.
-SHAPING_SETTINGS = ("workers", "db_connections", "duration", "warmup", "timeout")
+DEFAULT_SOURCE = "default"
+
+
+@dataclass
+class FigureChange:
+    figure: str                      # "req/s", "p99" or "error rate"
+    baseline: float | None           # median of the ok samples (error rate: their mean)
+    candidate: float | None
+    change: float | None             # relative (req/s, p99) or absolute (error rate)
+    ratio: float | None              # candidate / baseline (relative figures)
+    ci: tuple[float, float] | None   # 95 % bootstrap interval of the ratio
+    p_value: float | None            # Mann-Whitney U, two-sided; None when weak
+    threshold: float
+    threshold_source: str            # "default" or the calibration file it came from
+    weak: bool = False               # decided by the threshold alone (too few samples)
+    direction: str | None = None     # "worse", "better" or None (did not move)
+    samples: tuple[int, int] = (0, 0)
+    samples_needed: int | None = None  # per side, for the test to be able to decide
+
+    def text(self) -> str:
+        """'req/s -12.0 %', 'p99 +41.0 %', 'error rate +0.05 pp'."""
+        if self.change is None:
+            return f"{self.figure} -"
+        if RELATIVE[self.figure]:
+            return f"{self.figure} {self.change * 100:+.1f} %"
+        return f"{self.figure} {self.change * 100:+.2f} pp"
 
 
 @dataclass
@@ -38,29 +72,49 @@ class CaseComparison:
     rps_ratio_ci: tuple[float, float] | None = None
     p99_ratio: float | None = None
     p99_ratio_ci: tuple[float, float] | None = None
-    p_value: float | None = None
+    p_value: float | None = None     # the req/s test's
     samples: tuple[int, int] = (0, 0)
-    threshold: float = DEFAULT_THRESHOLD
-    threshold_source: str = "global"
-    weak: bool = False               # decided by the threshold alone (too few samples)
+    weak: bool = False               # the verdict rests on weak figures only
+    figures: list[FigureChange] = field(default_factory=list)
+
+    @property
+    def moved(self) -> list[str]:
+        """The figures that moved (decisively or weakly), worse ones first."""
+        return [f.figure for f in sorted(self.figures, key=lambda f: f.direction != WORSE)
+                if f.direction is not None]
+
+    def figure(self, name: str) -> FigureChange | None:
+        return next((f for f in self.figures if f.figure == name), None)
 
 
 @dataclass
 class Comparison:
     baseline: str
     candidate: str
-    threshold: float
+    threshold: float                 # the default thresholds (req/s; and below, each figure)
     alpha: float
     run_reasons: list[str] = field(default_factory=list)   # why nothing is comparable
     cases: list[CaseComparison] = field(default_factory=list)
-    calibration: str | None = None
+    calibration: str | None = None   # the calibration file used
+    calibration_note: str | None = None   # why it was ignored, or what to know about it
+    thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS))
 
     @property
     def regressed(self) -> list[CaseComparison]:
-        return [c for c in self.cases if c.verdict == SLOWER]
+        """Cases decisively worse in some figure; weak verdicts never count."""
+        return [c for c in self.cases if c.verdict == SLOWER and not c.weak]
+
+    @property
+    def broken(self) -> list[CaseComparison]:
+        return [c for c in self.cases if c.verdict == BROKEN]
+
+    @property
+    def weak(self) -> list[CaseComparison]:
+        """Cases whose only movement is weak: shown, warned about, never failing."""
+        return [c for c in self.cases if c.weak]
 
     def counts(self) -> dict[str, int]:
-        out = {v: 0 for v in (FASTER, SLOWER, UNCHANGED, NOT_COMPARABLE)}
+        out = {v: 0 for v in VERDICTS}
         for c in self.cases:
             out[c.verdict] += 1
         return out
@@ -68,62 +122,15 @@ class Comparison:
     def as_dict(self) -> dict:
         d = asdict(self)
         d["counts"] = self.counts()
+        for row, case in zip(d["cases"], self.cases):
+            row["moved"] = case.moved
         return d
-
-
-def machine_id(doc: dict) -> str:
-    env = doc.get("environment", {})
-    return env.get("machine_id") or fingerprint(env)
-
-
-ALL_LOCAL = {"client": "local", "server": "local", "database": "local"}
-
-
-def topology(doc: dict) -> dict:
-    """Role -> where it ran; runs from before --hosts ran everything on one machine."""
-    return (doc.get("topology") or {}).get("roles") or ALL_LOCAL
-
-
-def run_level_reasons(base: dict, cand: dict) -> list[str]:
-    """What makes the two runs incomparable as a whole (empty: comparable)."""
-    reasons = []
-    if machine_id(base) != machine_id(cand):
-        reasons.append(f"different machine ({machine_id(base)} vs {machine_id(cand)}: "
-                       f"{base['environment'].get('cpu_model')}, "
-                       f"{base['environment'].get('cpu_count')} CPUs vs "
-                       f"{cand['environment'].get('cpu_model')}, "
-                       f"{cand['environment'].get('cpu_count')} CPUs)")
-    for key in SHAPING_SETTINGS:
-        a, b = base["settings"].get(key), cand["settings"].get(key)
-        if a != b:
-            reasons.append(f"different settings: {key} {a} vs {b}")
-    where_base, where_cand = topology(base), topology(cand)
-    if where_base != where_cand:
-        reasons.append("different topology (which machine ran the client, the server and "
-                       f"the database): {where_base} vs {where_cand}")
-    bl, cl = base.get("load") or {}, cand.get("load") or {}
-    for key in ("generator", "version", "threads"):
-        if bl.get(key) != cl.get(key):
-            reasons.append(f"different load generator {key}: {bl.get(key)} vs {cl.get(key)}")
-    return reasons
-
-
-def database_reasons(base: dict, cand: dict, engine: str) -> list[str]:
-    if engine == "none":
-        return []
-    a, b = base["databases"].get(engine, {}), cand["databases"].get(engine, {})
-    reasons = []
-    if a.get("mode") != b.get("mode"):
-        reasons.append(f"different database mode for {engine}: {a.get('mode')} vs {b.get('mode')}")
-    if a.get("version") != b.get("version"):
-        reasons.append(f"different {engine} version: {a.get('version')} vs {b.get('version')}")
-    return reasons
 
 
 def ratio_ci(base: list[float], cand: list[float]) -> tuple[float, float] | None:
     """95 % percentile-bootstrap interval of median(cand) / median(base), resampling the
     two sides independently."""
-    if len(base) < 2 or len(cand) < 2:
+    if len(base) < 2 or len(cand) < 2 or np.median(base) == 0:
         return None
     if len(set(base)) == 1 and len(set(cand)) == 1:
         r = cand[0] / base[0]
@@ -143,121 +150,154 @@ def smallest_p_value(n1: int, n2: int) -> float:
     with 3 samples a side it is 0.1, so such a test can never pass p < 0.05."""
     if n1 < 1 or n2 < 1:
         return 1.0
-    from math import comb
     return min(1.0, 2 / comb(n1 + n2, n1))
 
 
-def _ok_values(case: dict, getter) -> list[float]:
-    out = []
-    for s in case["samples"]:
-        if s["status"] == "ok" and s.get("summary"):
-            v = getter(s["summary"])
-            if v is not None:
-                out.append(float(v))
-    return out
+def samples_needed(alpha: float) -> int:
+    """The smallest n with which n samples a side can reach p < alpha (4 for 0.05)."""
+    n = 1
+    while smallest_p_value(n, n) >= alpha:
+        n += 1
+    return n
 
 
-def compare_case(base_case: dict | None, cand_case: dict | None, *, threshold: float,
-                 threshold_source: str, alpha: float, extra_reasons: list[str]) -> CaseComparison:
+def decide(change: float, threshold: float, p_value: float | None, weak: bool,
+           worse_when: str, alpha: float = ALPHA) -> str | None:
+    """Did one figure move, and which way? "worse", "better" or None. It moved when the
+    change passes the threshold and the test is significant (p < alpha); a weak figure
+    (no test could decide) is judged by the threshold alone. `change` is candidate minus
+    baseline, relative or absolute; `worse_when` "lower" or "higher". The paired analysis
+    of `ab` calls this with its own p-value: one rule for both."""
+    if abs(change) <= threshold:
+        return None
+    if not weak and (p_value is None or p_value >= alpha):
+        return None
+    return WORSE if (change < 0) == (worse_when == "lower") else BETTER
+
+
+def figure_change(figure: str, base: list[float], cand: list[float], *, threshold: float,
+                  threshold_source: str, alpha: float) -> FigureChange | None:
+    """One figure judged from the two sides' per-sample values (None: no values)."""
+    if not base or not cand:
+        return None
+    relative = RELATIVE[figure]
+    centre = np.median if relative else np.mean    # a rate that is mostly 0: its mean
+    b, c = float(centre(base)), float(centre(cand))
+    if relative:
+        ratio = c / b if b else None
+        change = ratio - 1 if ratio is not None else None
+    else:
+        ratio, change = None, c - b
+    row = FigureChange(figure, b, c, change, ratio, ratio_ci(base, cand) if relative else None,
+                       None, threshold, threshold_source, samples=(len(base), len(cand)))
+    row.weak = smallest_p_value(len(base), len(cand)) >= alpha
+    if row.weak:
+        row.samples_needed = samples_needed(alpha)
+    elif base == cand:
+        row.p_value = 1.0
+    else:
+        row.p_value = float(scistats.mannwhitneyu(cand, base, alternative="two-sided").pvalue)
+    if change is not None:
+        row.direction = decide(change, threshold, row.p_value, row.weak, WORSE_WHEN[figure],
+                               alpha)
+    return row
+
+
+def verdict_of(figures: list[FigureChange], alpha: float = ALPHA) -> tuple[str, bool, str | None]:
+    """(verdict, weak, reason) from the figures: slower when any figure is worse, faster
+    when one is better and none worse, unchanged otherwise. Decisive figures decide; weak
+    ones only when no figure moved decisively, and the verdict is then weak."""
+    decisive = [f for f in figures if f.direction and not f.weak]
+    weak = [f for f in figures if f.direction and f.weak]
+    for group, is_weak in ((decisive, False), (weak, True)):
+        if not group:
+            continue
+        moved = sorted(group, key=lambda f: f.direction != WORSE)
+        verdict = SLOWER if moved[0].direction == WORSE else FASTER
+        reason = ", ".join(f.text() + (" (weak)" if f.weak else "") for f in moved)
+        if is_weak:
+            n = moved[0]
+            reason += (f": {n.samples[0]} vs {n.samples[1]} samples cannot reach p < {alpha:g} "
+                       f"in a Mann-Whitney U test, so the threshold alone decided; "
+                       f"{n.samples_needed} samples a side would make it decisive")
+        return verdict, is_weak, reason
+    return UNCHANGED, False, None
+
+
+def _status_reason(case: dict, side: str) -> str:
+    return f"{case['status']} in the {side}: {case.get('reason') or ''}".rstrip(": ")
+
+
+def compare_case(base_case: dict | None, cand_case: dict | None, *,
+                 thresholds: dict[str, tuple[float, str]], alpha: float,
+                 extra_reasons: list[str]) -> CaseComparison:
+    """One case. `thresholds`: figure -> (threshold, where it came from)."""
     ref = cand_case or base_case
     row = CaseComparison(ref["id"], ref["server"], ref["database"], ref["orm"], ref["test"],
-                         NOT_COMPARABLE, threshold=threshold, threshold_source=threshold_source)
-    if base_case is None or cand_case is None:
-        row.reason = f"missing in the {'baseline' if base_case is None else 'candidate'}"
+                         NOT_COMPARABLE)
+    if base_case is None:
+        row.reason = "new in the candidate"
         return row
-    for side, case in (("baseline", base_case), ("candidate", cand_case)):
-        if case["status"] != "ok":
-            row.reason = f"{case['status']} in the {side}: {case.get('reason') or ''}".rstrip(": ")
-            return row
+    base_ok = base_case["status"] == "ok"
+    if cand_case is None:
+        row.verdict = BROKEN if base_ok else NOT_COMPARABLE
+        row.reason = "missing in the candidate" + (
+            "" if base_ok else f" ({_status_reason(base_case, 'baseline')})")
+        return row
+    if not base_ok:
+        row.reason = _status_reason(base_case, "baseline")
+        return row
+    if cand_case["status"] != "ok":      # ok before, not now: broken whatever else differs
+        row.verdict, row.reason = BROKEN, _status_reason(cand_case, "candidate")
+        return row
     if extra_reasons:
         row.reason = "; ".join(extra_reasons)
         return row
-    b = _ok_values(base_case, lambda s: s["requests_per_sec"])
-    c = _ok_values(cand_case, lambda s: s["requests_per_sec"])
-    bp = _ok_values(base_case, lambda s: s["latency_ms"].get("p99"))
-    cp = _ok_values(cand_case, lambda s: s["latency_ms"].get("p99"))
-    row.samples = (len(b), len(c))
-    row.baseline_rps, row.candidate_rps = float(np.median(b)), float(np.median(c))
-    row.rps_ratio = row.candidate_rps / row.baseline_rps
-    row.rps_ratio_ci = ratio_ci(b, c)
-    if bp and cp:
-        row.p99_ratio = float(np.median(cp) / np.median(bp))
-        row.p99_ratio_ci = ratio_ci(bp, cp)
-    change = row.rps_ratio - 1
-    passes_threshold = abs(change) > threshold
-    if smallest_p_value(len(b), len(c)) >= alpha:
-        row.weak = True
-        significant = True          # the test cannot decide: the threshold alone does
-        row.reason = (f"{len(b)} vs {len(c)} samples cannot reach p < {alpha:g} in a "
-                      f"Mann-Whitney U test: decided by the threshold alone (weak)")
-    else:
-        row.p_value = float(scistats.mannwhitneyu(c, b, alternative="two-sided").pvalue)
-        significant = row.p_value < alpha
-    if passes_threshold and significant:
-        row.verdict = FASTER if change > 0 else SLOWER
-    else:
-        row.verdict = UNCHANGED
+    for figure in FIGURES:
+        threshold, source = thresholds[figure]
+        change = figure_change(figure, ok_values(base_case, figure), ok_values(cand_case, figure),
+                               threshold=threshold, threshold_source=source, alpha=alpha)
+        if change is not None:
+            row.figures.append(change)
+    rps, p99 = row.figure(RPS), row.figure(P99)
+    if rps is not None:
+        row.baseline_rps, row.candidate_rps = rps.baseline, rps.candidate
+        row.rps_ratio, row.rps_ratio_ci, row.p_value = rps.ratio, rps.ci, rps.p_value
+        row.samples = rps.samples
+    if p99 is not None:
+        row.p99_ratio, row.p99_ratio_ci = p99.ratio, p99.ci
+    row.verdict, row.weak, row.reason = verdict_of(row.figures, alpha)
     return row
 
 
 def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
-            alpha: float = ALPHA, thresholds: dict[str, float] | None = None,
-            calibration: str | None = None) -> Comparison:
-    """Every case of either run, in the candidate's order then the baseline's leftovers."""
+            p99_threshold: float = DEFAULT_P99_THRESHOLD,
+            error_threshold: float = DEFAULT_ERROR_THRESHOLD, alpha: float = ALPHA,
+            calibration: dict | None = None) -> Comparison:
+    """Every case of either run, in the candidate's order then the baseline's leftovers.
+    `calibration`: a stored calibration (bench.storage.calibration.load); its per-case
+    thresholds replace the defaults when its comparability key matches the baseline's."""
     statistics.refresh(base)
     statistics.refresh(cand)
+    base_key, cand_key = comparability.key(base), comparability.key(cand)
+    defaults = {RPS: threshold, P99: p99_threshold, ERROR_RATE: error_threshold}
+    calibrated, note = noise.usable_thresholds(calibration, base_key)
+    source = (calibration or {}).get("path", "the calibration")
     result = Comparison(base["run_id"], cand["run_id"], threshold, alpha,
-                        run_level_reasons(base, cand), calibration=calibration)
+                        comparability.run_differences(base_key, cand_key),
+                        calibration=source if calibrated is not None else None,
+                        calibration_note=note, thresholds=defaults)
     base_cases = {c["id"]: c for c in base["cases"]}
     cand_cases = {c["id"]: c for c in cand["cases"]}
     for case_id in list(cand_cases) + [i for i in base_cases if i not in cand_cases]:
         b, c = base_cases.get(case_id), cand_cases.get(case_id)
         engine = (c or b)["database"]
-        per_case = (thresholds or {}).get(case_id)
-        result.cases.append(compare_case(
-            b, c, threshold=per_case if per_case is not None else threshold,
-            threshold_source="calibrated" if per_case is not None else "global", alpha=alpha,
-            extra_reasons=result.run_reasons + database_reasons(base, cand, engine)))
+        per_case = (calibrated or {}).get(case_id, {})
+        thresholds = {f: (per_case[f], source) if f in per_case
+                      else (defaults[f], DEFAULT_SOURCE) for f in FIGURES}
+        db_reasons = ([] if engine == "none" else
+                      comparability.database_differences(base_key, cand_key, engine))
+        result.cases.append(compare_case(b, c, thresholds=thresholds, alpha=alpha,
+                                         extra_reasons=result.run_reasons + db_reasons))
     return result
 
-
-# ------------------------------------------------------------------ calibration (A/A)
-
-CALIBRATION_FLOOR = 0.02
-# The standard error of a median is about 1.2533 sigma / sqrt(n) (normal data), so the
-# difference of two medians of n samples has about 1.2533 sigma sqrt(2 / n): the size of
-# change that noise alone typically makes between two runs. One such error, not three:
-# the Mann-Whitney test already guards significance; the threshold is the effect size
-# worth reporting. (Three made every threshold on this machine 20-30 %.)
-MEDIAN_SE_FACTOR = 1.2533
-SE_MULTIPLE = 1.0
-AA_MULTIPLE = 1.5
-
-
-def aa_threshold(first: list[float], second: list[float], floor: float = CALIBRATION_FLOOR) -> float:
-    """The smallest change of median req/s worth calling a change for one case, from two
-    runs of the same code on the same machine (A/A): the larger of the floor, 1.5 x the
-    difference the two runs showed, and the standard error of a difference of medians
-    estimated from the samples' spread."""
-    med1, med2 = float(np.median(first)), float(np.median(second))
-    observed = abs(med2 / med1 - 1) if med1 else 0.0
-    n = min(len(first), len(second))
-    cvs = [statistics.spread(v).cv for v in (first, second)]
-    cv = max((c for c in cvs if c is not None), default=0.0)
-    noise = SE_MULTIPLE * MEDIAN_SE_FACTOR * cv * (2 / n) ** 0.5 if n else 0.0
-    return max(floor, AA_MULTIPLE * observed, noise)
-
-
-def calibrate(first: dict, second: dict, floor: float = CALIBRATION_FLOOR) -> dict[str, float]:
-    """Per-case thresholds from two runs of the same selection (cases ok in both)."""
-    b = {c["id"]: c for c in first["cases"]}
-    out = {}
-    for case in second["cases"]:
-        other = b.get(case["id"])
-        if other is None:
-            continue
-        x = _ok_values(other, lambda s: s["requests_per_sec"])
-        y = _ok_values(case, lambda s: s["requests_per_sec"])
-        if x and y and case["status"] == other["status"] == "ok":
-            out[case["id"]] = round(aa_threshold(x, y, floor), 4)
-    return out

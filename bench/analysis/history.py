@@ -1,5 +1,10 @@
-"""A machine's runs as series over time, per case, and the points where a series' level
-changed. Pure functions of stored documents.
+"""A machine's runs as series over time, per case and comparability key, and the points
+where a series' level changed. Pure functions of stored documents.
+
+A series holds one case's runs that share a comparability key (bench.analysis.comparability,
+the rule `compare` uses): runs of two presets, generators or database versions make two
+series, and change points are looked for within each series only, never across a change
+of key; the key's changes are listed with what differs instead.
 
 Change points come from Apache Otava's E-divisive implementation (the method MongoDB
 built for nightly performance series): every point is judged against the whole series,
@@ -11,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bench.analysis import statistics
+from bench.analysis import comparability, statistics
 
 MAX_PVALUE = 0.001
 MIN_MAGNITUDE = 0.02
@@ -46,8 +51,18 @@ class Series:
     database: str
     orm: bool
     test: str
+    key_id: str = ""
     points: list[Point] = field(default_factory=list)
     change_points: list[ChangePoint] = field(default_factory=list)
+    # how this series' key differs from the case's series before it (empty: the first)
+    differences: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KeyChange:
+    run_id: str                 # the first run with the new key
+    previous_run_id: str
+    differences: list[str]
 
 
 def change_points(values: list[float], *, max_pvalue: float = MAX_PVALUE,
@@ -63,26 +78,52 @@ def change_points(values: list[float], *, max_pvalue: float = MAX_PVALUE,
 
 
 def build(docs: list[dict], *, server: str | None = None, test: str | None = None) -> list[Series]:
-    """Series of each case's median req/s over the runs (oldest first), with change points.
-    Only ok cases make points: a failed night is a gap, not a zero."""
-    series: dict[str, Series] = {}
+    """Series of each case's median req/s over the runs (oldest first), one per
+    comparability key, with change points within each. Only ok cases make points: a
+    failed night is a gap, not a zero."""
+    series: dict[tuple[str, str], Series] = {}
+    keys: dict[tuple[str, str], dict] = {}
     for doc in sorted(docs, key=lambda d: d["run_id"]):
         statistics.refresh(doc)
         git = doc["environment"].get("git") or {}
+        key = comparability.key(doc)
         for case in doc["cases"]:
             if (server and case["server"] != server) or (test and case["test"] != test):
                 continue
             if case["status"] != "ok":
                 continue
             rps = case["stats"]["requests_per_sec"]
-            s = series.setdefault(case["id"], Series(case["id"], case["server"], case["database"],
-                                                     case["orm"], case["test"]))
+            kid = comparability.key_id(doc, case["database"])
+            s = series.get((case["id"], kid))
+            if s is None:
+                s = series[case["id"], kid] = Series(case["id"], case["server"], case["database"],
+                                                     case["orm"], case["test"], kid)
+                keys[case["id"], kid] = key
             s.points.append(Point(doc["run_id"], doc["started_at"],
                                   git.get("commit") or doc["environment"].get("git_commit"),
                                   rps["median"], rps["ci_low"], rps["ci_high"], rps["n"]))
-    for s in series.values():
+    previous: dict[str, tuple[str, str]] = {}
+    for (case_id, kid), s in series.items():          # in order of each series' first run
         values = [p.median for p in s.points]
         s.change_points = [ChangePoint(i, s.points[i].run_id, before, after,
                                        after / before - 1 if before else 0.0, p)
                            for i, before, after, p in change_points(values)]
+        if case_id in previous:
+            engines = () if s.database == "none" else (s.database,)
+            s.differences = comparability.differences(keys[previous[case_id]], keys[case_id, kid],
+                                                      engines=engines)
+        previous[case_id] = (case_id, kid)
     return list(series.values())
+
+
+def key_changes(docs: list[dict]) -> list[KeyChange]:
+    """Between consecutive runs (oldest first), where the comparability key changed, and
+    how: the points a series is split at instead of a change point."""
+    out, before = [], None
+    for doc in sorted(docs, key=lambda d: d["run_id"]):
+        key = comparability.key(doc)
+        if before is not None and before[1] != key:
+            out.append(KeyChange(doc["run_id"], before[0],
+                                 comparability.differences(before[1], key)))
+        before = (doc["run_id"], key)
+    return out

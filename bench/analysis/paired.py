@@ -21,29 +21,16 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats as scistats
 
+from bench.analysis.figures import ERROR_RATE, FIGURES, P99, RELATIVE, RPS, WORSE_WHEN, \
+    sample_value
+
 ALPHA = 0.01
 BLOCK = 4                        # samples of a pair per round: ABBA or BAAB
 ROUNDS_MIN = 3                   # below it the t test has one degree of freedom: weak
 # the smallest change worth a verdict, whatever the noise: a ratio for req/s and p99, an
-# absolute share for the error rate
-MIN_EFFECT = {"req/s": 0.02, "p99": 0.10, "error rate": 0.001}
-WORSE_WHEN = {"req/s": "lower", "p99": "higher", "error rate": "higher"}
-
-
-def _req_s(summary: dict) -> float | None:
-    return summary.get("requests_per_sec") or None
-
-
-def _p99(summary: dict) -> float | None:
-    return (summary.get("latency_ms") or {}).get("p99") or None
-
-
-def _errors(summary: dict) -> float:
-    sent = summary.get("sent") or summary.get("requests") or 0
-    return summary["errors"]["total"] / sent if sent else 0.0
-
-
-FIGURES = {"req/s": (_req_s, True), "p99": (_p99, True), "error rate": (_errors, False)}
+# absolute share for the error rate. Smaller than compare's defaults: within one sitting
+# the sitting's own noise floor, not a fixed guess at it, sets the bar.
+MIN_EFFECT = {RPS: 0.02, P99: 0.10, ERROR_RATE: 0.001}
 
 
 @dataclass
@@ -101,8 +88,10 @@ def blocks(doc: dict, case_a: str, case_b: str) -> list[list[tuple[str, dict]]]:
 
 
 def _value(sample: dict, figure: str) -> float | None:
-    getter, _ = FIGURES[figure]
-    return getter(sample["summary"])
+    value = sample_value(figure, sample["summary"])
+    # a figure a sample did not measure (no p99, nothing sent) is missing, not a zero;
+    # a log-scale figure of zero has no ratio either
+    return None if value is None or (RELATIVE[figure] and value <= 0) else float(value)
 
 
 def block_difference(block: list[tuple[str, float]], logs: bool) -> float | None:
@@ -129,7 +118,7 @@ def same_version_differences(block: list[tuple[str, float]], logs: bool) -> list
 
 def judge_figure(figure: str, per_block: list[list[tuple[str, float]]], baseline: list[float],
                  candidate: list[float], alpha: float = ALPHA) -> PairedFigure:
-    _, logs = FIGURES[figure]
+    logs = RELATIVE[figure]
     diffs = [d for d in (block_difference(b, logs) for b in per_block) if d is not None]
     noise = [d for b in per_block for d in same_version_differences(b, logs)]
     floor = float(np.median(noise)) if noise else None
@@ -185,7 +174,7 @@ def analyse_pair(doc: dict, case_a: str, case_b: str, alpha: float = ALPHA) -> P
     row.verdict = "slower" if worse else "faster" if better else "unchanged"
     moved = worse or better
     if moved:
-        row.reason = ", ".join(f"{f.figure} {f.change:+.1%}" if f.figure != "error rate"
+        row.reason = ", ".join(f"{f.figure} {f.change:+.1%}" if RELATIVE[f.figure]
                                else f"{f.figure} {f.change:+.2%} points" for f in moved)
     weak = [f.figure for f in row.figures if f.weak]
     if weak and not moved:

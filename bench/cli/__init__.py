@@ -3,7 +3,8 @@ calibrate, report, history, doctor, ab.
 
 Each command is a thin function over the packages below it; exit statuses: 0 all well,
 1 something measured or checked is not ok (or a tool/database failed), 2 bad input
-(unknown names, impossible settings), 130 interrupted.
+(unknown names, impossible settings), 130 interrupted; compare: 3 a case broke (the
+README's "Exit statuses" table).
 """
 from __future__ import annotations
 

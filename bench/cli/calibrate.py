@@ -1,6 +1,7 @@
 """`run_bench.py calibrate [run options]`: run the same selection twice (A/A) and store,
-beside this machine's results, how much each case moves by noise alone; `compare` then
-uses those per-case thresholds instead of one global one."""
+beside this machine's results, how much each figure of each case moves by noise alone;
+`compare` then uses those per-case thresholds instead of the defaults, for baselines
+comparable with the calibration's runs."""
 from __future__ import annotations
 
 import sys
@@ -28,14 +29,28 @@ def calibrate(settings: Settings, specs: dict, hosts=None) -> int:
                       file=sys.stderr)
                 return 130 if doc["status"] == "interrupted" else 1
             docs.append(doc)
-    thresholds = compare.calibrate(*docs)
+    found = compare.calibrate(*docs)
     machine = compare.machine_id(docs[0])
-    path = calibration.save(settings.results_dir, machine, thresholds,
-                            [d["run_id"] for d in docs], docs[0]["settings"])
-    print(f"\nper-case thresholds for machine {machine} ({len(thresholds)} cases) in {path}:")
-    for case_id, value in sorted(thresholds.items(), key=lambda kv: -kv[1]):
-        print(f"  {value:6.1%}  {case_id}")
-    skipped = len(cases) - len(thresholds)
+    path = calibration.save(settings.results_dir, machine, found)
+    print(describe(found, machine, path))
+    skipped = len(cases) - len(found["thresholds"])
     if skipped:
         print(f"{skipped} case(s) were not ok in both runs and got no threshold", file=sys.stderr)
     return 0
+
+
+def describe(found: dict, machine: str, path) -> str:
+    """The thresholds per case and figure, the noisiest req/s first."""
+    thresholds = found["thresholds"]
+    lines = [f"\nper-case thresholds for machine {machine} ({len(thresholds)} cases, "
+             f"comparability key {found['key_id']}) in {path}:",
+             f"  {'req/s':>7} {'p99':>7} {'errors':>9}  case"]
+    order = sorted(thresholds.items(), key=lambda kv: -kv[1].get(compare.RPS, 0))
+    for case_id, per_figure in order:
+        def cell(figure, width, scale=100, unit="%", digits=1):
+            value = per_figure.get(figure)
+            return f"{'-':>{width}}" if value is None else \
+                f"{value * scale:>{width - len(unit) - 1}.{digits}f} {unit}"
+        lines.append(f"  {cell(compare.RPS, 7)} {cell(compare.P99, 7)} "
+                     f"{cell(compare.ERROR_RATE, 9, unit='pp', digits=3)}  {case_id}")
+    return "\n".join(lines)

@@ -1,5 +1,10 @@
-"""`run_bench.py compare BASELINE CANDIDATE`: per case faster, slower, unchanged or not
-comparable; exit 1 when any case regressed, 2 on bad input. Reads stored JSON only."""
+"""`run_bench.py compare BASELINE CANDIDATE`: per case broken, slower, faster, unchanged or
+not comparable, judged on req/s, p99 and the error rate. Reads stored JSON only.
+
+Exit statuses (the README's table): 0 nothing regressed or broke (weak verdicts and "not
+comparable" never fail; two runs not comparable as a whole exit 0 with a warning, so that
+a nightly job recalibrates after a machine change instead of failing every night), 1 a
+case is decisively worse in some figure, 3 a case broke (wins over 1), 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -12,16 +17,26 @@ from bench.storage import calibration, results
 
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
+EXIT_BROKEN = 3
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compare", help="compare two stored runs (exit 1 on a regression)")
+    p = sub.add_parser("compare", help="compare two stored runs (exit 1 on a regression, "
+                                       "3 when a case broke)")
     p.add_argument("baseline", type=Path, help="run folder or results.json")
     p.add_argument("candidate", type=Path, help="run folder or results.json")
     p.add_argument("--threshold", type=percent, default=compare.DEFAULT_THRESHOLD * 100,
                    metavar="PERCENT", help="smallest change of median req/s that counts, in "
                                            "percent (default: %(default)s; a calibration's "
                                            "per-case thresholds replace it)")
+    p.add_argument("--p99-threshold", type=percent,
+                   default=compare.DEFAULT_P99_THRESHOLD * 100, metavar="PERCENT",
+                   help="smallest change of median p99 latency that counts, in percent "
+                        "(default: %(default)s)")
+    p.add_argument("--error-threshold", type=percent,
+                   default=compare.DEFAULT_ERROR_THRESHOLD * 100, metavar="POINTS",
+                   help="smallest rise of the error rate that counts, in percentage points "
+                        "(default: %(default)s)")
     p.add_argument("--alpha", type=float, default=compare.ALPHA,
                    help="significance level of the Mann-Whitney U test (default: %(default)s)")
     p.add_argument("--no-calibration", action="store_true",
@@ -39,24 +54,31 @@ def percent(text: str) -> float:
     return value
 
 
+def exit_status(cmp: compare.Comparison) -> int:
+    if cmp.broken:
+        return EXIT_BROKEN
+    return EXIT_REGRESSION if cmp.regressed else 0
+
+
 def run(args: argparse.Namespace, results_root: Path) -> int:
     try:
         base, cand = results.load(args.baseline), results.load(args.candidate)
-    except results.ResultsError as exc:
+        stored = None if args.no_calibration else calibration.load(
+            args.results_dir or results_root, compare.machine_id(base))
+    except (results.ResultsError, calibration.CalibrationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not 0 < args.alpha < 1:
         print(f"error: --alpha must be between 0 and 1, got {args.alpha}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    thresholds, source = None, None
-    if not args.no_calibration:
-        stored = calibration.load(args.results_dir or results_root, compare.machine_id(base))
-        if stored is not None:
-            thresholds, source = stored["thresholds"], stored["path"]
-    cmp = compare.compare(base, cand, threshold=args.threshold / 100, alpha=args.alpha,
-                          thresholds=thresholds, calibration=source)
+    cmp = compare.compare(base, cand, threshold=args.threshold / 100,
+                          p99_threshold=args.p99_threshold / 100,
+                          error_threshold=args.error_threshold / 100, alpha=args.alpha,
+                          calibration=stored)
     text = comparison.FORMATS[args.format](cmp)
     print(text)
     if args.output:
         args.output.write_text(text)
-    return EXIT_REGRESSION if cmp.regressed else 0
+    for line in comparison.warnings(cmp):
+        print(f"warning: {line}", file=sys.stderr)
+    return exit_status(cmp)

@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from bench.analysis.comparability import SHAPING_SETTINGS   # the one comparability rule
 from bench.core.manifest import ManifestError
 from bench.core.settings import SelectionError, validate
 from bench.storage import calibration, results
@@ -24,14 +25,6 @@ from bench.storage import calibration, results
 FINE, REGRESSED, BAD_INPUT, BROKEN, BENCH_FAILED = 0, 1, 2, 3, 4
 STALE = 10                     # `calibration`: calibrate before tonight's run (not 1,
                                # which a Python error exits with)
-
-try:                           # the comparability rule (COMPARE's), when it is there
-    from bench.analysis.comparability import SHAPING_SETTINGS
-except ImportError:            # until it lands: the settings that shape the figures
-    SHAPING_SETTINGS = ("preset", "workers", "db_connections", "duration", "warmup",
-                        "timeout", "connections", "connection_levels", "connection_modes",
-                        "behind", "rates", "burst", "seed", "server_cpus", "client_cpus",
-                        "db_cpus")
 
 
 def machine_id() -> str:

@@ -61,20 +61,32 @@ def show_history(args: argparse.Namespace) -> int:
             print(f"skipped {d}: {exc}", file=sys.stderr)
     test = args.test.replace("_", " ") if args.test else None
     series = history.build(docs, server=args.server, test=test)
+    several = {s.case_id for s in series if sum(o.case_id == s.case_id for o in series) > 1}
     rows = []
     for s in series:
         last = s.points[-1]
         steps = "; ".join(f"{cp.change:+.1%} at {cp.run_id} (p {cp.p_value:.1g})"
                           for cp in s.change_points) or "none"
-        rows.append([s.test, f"{s.server} {s.database} {'orm' if s.orm else 'raw'}",
-                     len(s.points), f"{last.median:,.0f}", steps])
+        rows.append([s.test, f"{s.server} {s.database} {'orm' if s.orm else 'raw'}", s.key_id,
+                     f"{s.points[0].run_id} … {last.run_id}", len(s.points),
+                     f"{last.median:,.0f}", steps])
         if args.charts:
             args.charts.mkdir(parents=True, exist_ok=True)
-            charts.history_chart(s, args.charts / f"{charts.slug(s.case_id)}.png", machine)
-    print(f"# History of machine {machine}: {len(docs)} runs, {len(series)} cases\n")
-    print(tabulate(rows, ["test", "variant", "runs", "last median req/s",
-                          "changes of level (E-divisive)"], tablefmt="pipe",
-                   disable_numparse=True))
+            name = charts.slug(s.case_id) + (f"-{s.key_id}" if s.case_id in several else "")
+            charts.history_chart(s, args.charts / f"{name}.png", machine)
+    print(f"# History of machine {machine}: {len(docs)} runs, {len(series)} series of "
+          f"{len({s.case_id for s in series})} cases\n")
+    print("A series holds the runs of one case that are comparable (same comparability "
+          "key); change points are found within a series, never across a change of key.\n")
+    print(tabulate(rows, ["test", "variant", "key", "runs from … to", "runs",
+                          "last median req/s", "changes of level (E-divisive)"],
+                   tablefmt="pipe", disable_numparse=True))
+    changes = history.key_changes(docs)
+    if changes:
+        print("\n## Where the comparability key changed\n")
+        for change in changes:
+            print(f"- at {change.run_id} (after {change.previous_run_id}): "
+                  f"{'; '.join(change.differences)}")
     if args.charts:
         print(f"\ncharts: {args.charts}")
     return 0

@@ -16,6 +16,12 @@ def fingerprint(env: dict) -> str:
     change every run but whose hardware class does not."""
     if os.environ.get("BENCH_MACHINE_ID"):
         return os.environ["BENCH_MACHINE_ID"]
+    return hardware_id(env)
+
+
+def hardware_id(env: dict) -> str:
+    """fingerprint() without the BENCH_MACHINE_ID override: for another host's block (a
+    remote host of the topology), which the override naming this machine must not hide."""
     keys = ("hostname", "cpu_model", "cpu_count", "memory_gb", "kernel")
     raw = json.dumps({k: env.get(k) for k in keys}, sort_keys=True)
     host = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(env.get("hostname")))

@@ -6,7 +6,8 @@ import json
 
 from tabulate import tabulate
 
-from bench.analysis.paired import ALPHA, PairedCase, PairedFigure
+from bench.analysis.figures import ERROR_RATE, P99, RELATIVE, RPS
+from bench.analysis.paired import ALPHA, MIN_EFFECT, PairedCase, PairedFigure
 
 MARKS = {"slower": "**SLOWER**", "broken": "**BROKEN**", "faster": "faster",
          "unchanged": "unchanged", "not comparable": "not comparable"}
@@ -18,8 +19,8 @@ COMMENT_MARKER = "<!-- webbench-ab -->"
 def _change(f: PairedFigure | None) -> str:
     if f is None or f.change is None:
         return "-"
-    if f.figure == "error rate":
-        return f"{f.change:+.2%}"
+    if not RELATIVE[f.figure]:          # the error rate: a change in points
+        return f"{f.change * 100:+.2f} pp"
     text = f"{f.change:+.1%}"
     if f.ci is not None:
         text += f" [{f.ci[0]:+.1%}, {f.ci[1]:+.1%}]"
@@ -28,14 +29,14 @@ def _change(f: PairedFigure | None) -> str:
 
 def _row(c: PairedCase) -> list[str]:
     figs = {f.figure: f for f in c.figures}
-    rps = figs.get("req/s")
+    rps = figs.get(RPS)
     medians = "-" if rps is None or rps.baseline is None else \
         f"{rps.baseline:,.0f} → {rps.candidate:,.0f}"
     floor = "-" if rps is None or rps.noise_floor is None else \
         f"{rps.noise_floor:.1%} / {rps.threshold:.1%}"
     p = "-" if rps is None or rps.p_value is None else f"{rps.p_value:.3f}"
     return [c.test, f"{c.server} {c.database} {'orm' if c.orm else 'raw'}", medians,
-            _change(rps), _change(figs.get("p99")), _change(figs.get("error rate")), p, floor,
+            _change(rps), _change(figs.get(P99)), _change(figs.get(ERROR_RATE)), p, floor,
             MARKS[c.verdict], c.reason or ""]
 
 
@@ -72,7 +73,8 @@ def to_markdown(doc: dict | None, rows: list[PairedCase], selection_why: str,
     foot = ["", f"A change counts when a paired t test over the blocks gives p < {ALPHA:g} "
                 "and it exceeds the threshold: the A/A noise of this sitting (the median "
                 "difference of two back-to-back samples of one version) over the square "
-                "root of the rounds, and at least 2 % (req/s), 10 % (p99) or 0.1 points "
+                f"root of the rounds, and at least {MIN_EFFECT[RPS]:.0%} (req/s), "
+                f"{MIN_EFFECT[P99]:.0%} (p99) or {MIN_EFFECT[ERROR_RATE] * 100:g} points "
                 "(error rate). Changes are B against A; for req/s lower is worse."]
     return "\n".join(head + [body] + foot + [""])
 

@@ -162,8 +162,8 @@ def history_chart(series: Series, path: Path, machine: str) -> Path:
     ax.set_title(f"{series.test}, {variant}: throughput over time", fontsize=11)
     ax.legend(fontsize=7, loc="lower left")
     fig.subplots_adjust(bottom=0.3, top=0.9)
-    _caption(fig, f"Machine {machine}; {len(xs)} runs; dashed lines: change points "
-                  f"(E-divisive, Apache Otava).")
+    _caption(fig, f"Machine {machine}; comparability key {series.key_id}; {len(xs)} runs; "
+                  f"dashed lines: change points (E-divisive, Apache Otava).")
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

@@ -1,14 +1,24 @@
-"""A comparison of two runs as markdown (a CI summary, a PR comment) or JSON."""
+"""A comparison of two runs as markdown (a CI summary, a pull-request comment) or JSON:
+broken rows first, then the slower ones; per case the figures that moved, the thresholds
+used and where they came from; warnings for weak verdicts with the samples they need."""
 from __future__ import annotations
 
 import json
 
 from tabulate import tabulate
 
-from bench.analysis.compare import NOT_COMPARABLE, SLOWER, Comparison, CaseComparison
+from bench.analysis.compare import (BROKEN, DEFAULT_SOURCE, ERROR_RATE, FASTER, FIGURES,
+                                    NOT_COMPARABLE, P99, RELATIVE, RPS, SLOWER, UNCHANGED,
+                                    CaseComparison, Comparison)
 
-MARKS = {"faster": "faster", "slower": "**SLOWER**", "unchanged": "unchanged",
+MARKS = {BROKEN: "**BROKEN**", SLOWER: "**SLOWER**", FASTER: "faster", UNCHANGED: "unchanged",
          NOT_COMPARABLE: "not comparable"}
+ORDER = {BROKEN: 0, SLOWER: 1, FASTER: 2, UNCHANGED: 3, NOT_COMPARABLE: 4}
+SHORT = {RPS: "req/s", P99: "p99", ERROR_RATE: "errors"}
+
+
+def threshold_text(figure: str, value: float) -> str:
+    return f"{value:.1%}" if RELATIVE[figure] else f"{value * 100:.2f} pp"
 
 
 def _ratio(value: float | None, ci: tuple[float, float] | None) -> str:
@@ -20,41 +30,89 @@ def _ratio(value: float | None, ci: tuple[float, float] | None) -> str:
     return text
 
 
-def _row(c: CaseComparison) -> list[str]:
+def _error_rates(c: CaseComparison) -> str:
+    f = c.figure(ERROR_RATE)
+    return "-" if f is None else f"{f.baseline:.3%} → {f.candidate:.3%}"
+
+
+def _thresholds(c: CaseComparison, cmp: Comparison) -> str:
+    if not c.figures:
+        return "-"
+    calibrated = any(f.threshold_source != DEFAULT_SOURCE for f in c.figures)
+    values = {f.figure: f.threshold for f in c.figures}
+    text = " / ".join(threshold_text(fig, values.get(fig, cmp.thresholds[fig])) for fig in FIGURES)
+    return text + (" (cal.)" if calibrated else "")
+
+
+def _why(c: CaseComparison) -> str:
+    if not c.figures:
+        return c.reason or ""
+    moved = sorted((f for f in c.figures if f.direction),
+                   key=lambda f: f.direction != "worse")
+    return ", ".join(f.text() + (" (weak)" if f.weak else f" (p {f.p_value:.3f})")
+                     for f in moved)
+
+
+def _row(c: CaseComparison, cmp: Comparison) -> list[str]:
     variant = f"{c.server} {c.database} {'orm' if c.orm else 'raw'}"
     rps = "-" if c.baseline_rps is None else f"{c.baseline_rps:,.0f} → {c.candidate_rps:,.0f}"
-    verdict = MARKS[c.verdict] + (" (weak)" if c.weak and c.verdict != NOT_COMPARABLE else "")
+    verdict = MARKS[c.verdict] + (" (weak)" if c.weak else "")
     p = "-" if c.p_value is None else f"{c.p_value:.3f}"
-    threshold = f"{c.threshold:.1%}" + (" (cal.)" if c.threshold_source == "calibrated" else "")
-    why = c.reason if c.verdict == NOT_COMPARABLE or c.weak else ""
     return [c.test, variant, rps, _ratio(c.rps_ratio, c.rps_ratio_ci),
-            _ratio(c.p99_ratio, c.p99_ratio_ci), p, threshold, verdict, why or ""]
+            _ratio(c.p99_ratio, c.p99_ratio_ci), _error_rates(c), p, _thresholds(c, cmp),
+            verdict, _why(c)]
 
 
 HEADERS = ["test", "variant", "req/s (median)", "req/s ratio [95 % CI]", "p99 ratio [95 % CI]",
-           "p (Mann-Whitney)", "threshold", "verdict", "why"]
+           "error rate", "p (req/s)", "thresholds req/s / p99 / errors", "verdict", "what moved"]
+
+
+def warnings(cmp: Comparison) -> list[str]:
+    """What a reader (and a CI log) must not miss, one line each."""
+    out = []
+    if cmp.run_reasons:
+        out.append("the runs are not comparable as a whole, so nothing was judged (a new "
+                   "machine or settings? calibrate and start a new baseline): "
+                   + "; ".join(cmp.run_reasons))
+    untested = [c for c in cmp.cases if any(f.weak for f in c.figures)]
+    if untested:
+        f = next(f for f in untested[0].figures if f.weak)
+        out.append(f"{len(untested)} case(s) have too few samples for the test "
+                   f"({f.samples[0]} vs {f.samples[1]} cannot reach p < {cmp.alpha:g} in a "
+                   f"Mann-Whitney U test): their verdicts rest on the thresholds alone and "
+                   f"fail nothing ({len(cmp.weak)} moved, marked weak); {f.samples_needed} "
+                   f"samples a side (--repeat) would make them decisive")
+    if cmp.calibration_note:
+        out.append(cmp.calibration_note)
+    return out
 
 
 def to_markdown(cmp: Comparison) -> str:
     counts = cmp.counts()
+    defaults = ", ".join(f"{fig} {threshold_text(fig, cmp.thresholds[fig])}" for fig in FIGURES)
     head = [f"# Comparison: {cmp.candidate} against {cmp.baseline}", "",
-            f"{counts['slower']} slower, {counts['faster']} faster, {counts['unchanged']} "
-            f"unchanged, {counts['not comparable']} not comparable. A change counts when the "
-            f"median req/s moves by more than the threshold and a Mann-Whitney U test on the "
-            f"samples gives p < {cmp.alpha:g}; with too few samples for the test, the "
-            f"threshold alone decides and the verdict is marked weak. Ratios are candidate / "
-            f"baseline.", ""]
-    if cmp.calibration:
-        head += [f"Per-case thresholds from the calibration {cmp.calibration}.", ""]
-    if cmp.run_reasons:
-        head += ["**The runs are not comparable:** " + "; ".join(cmp.run_reasons) + ".", ""]
-    ordered = sorted(cmp.cases, key=lambda c: (c.verdict != SLOWER, c.verdict == NOT_COMPARABLE))
-    body = tabulate([_row(c) for c in ordered], HEADERS, tablefmt="pipe", disable_numparse=True)
+            f"{counts[BROKEN]} broken, {counts[SLOWER]} slower, {counts[FASTER]} faster, "
+            f"{counts[UNCHANGED]} unchanged, {counts[NOT_COMPARABLE]} not comparable. A figure "
+            f"(median req/s, median p99, error rate) moved when it changed by more than its "
+            f"threshold and a Mann-Whitney U test on the samples gives p < {cmp.alpha:g}; "
+            f"slower: some figure is worse; broken: ok in the baseline, not in the candidate. "
+            f"Ratios are candidate / baseline.", "",
+            f"Thresholds: {defaults} by default"
+            + (f"; per case from the calibration {cmp.calibration} where it has one (cal.)."
+               if cmp.calibration else "."), ""]
+    head += [f"**Warning:** {line}." for line in warnings(cmp)]
+    if head[-1] != "":
+        head.append("")
+    ordered = sorted(cmp.cases, key=lambda c: ORDER[c.verdict])
+    body = tabulate([_row(c, cmp) for c in ordered], HEADERS, tablefmt="pipe",
+                    disable_numparse=True)
     return "\n".join(head + [body, ""])
 
 
 def to_json(cmp: Comparison) -> str:
-    return json.dumps(cmp.as_dict(), indent=2) + "\n"
+    d = cmp.as_dict()
+    d["warnings"] = warnings(cmp)
+    return json.dumps(d, indent=2) + "\n"
 
 
 FORMATS = {"md": to_markdown, "json": to_json}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench.analysis import compare
+from bench.analysis import comparability, compare, noise
 from bench.cli import main
 from bench.report import comparison
 from bench.storage import calibration, results
@@ -83,36 +83,103 @@ def test_runs_that_differ_in_what_shapes_the_figures_are_not_comparable(change, 
     assert all(reason in c.reason for c in cmp.cases)
 
 
-def test_missing_and_failed_cases_are_not_comparable_with_the_reason():
-    cand = doc_with({"a": BASE["a"]}, "r2")
+def test_new_cases_and_cases_bad_in_the_baseline_are_not_comparable_with_the_reason():
+    cand = doc_with(BASE, "r2")
     cand["cases"].append(case_doc("c", "postgres", False, "get user", rps=(), status="failed",
                                  reason="server exited during the run (code 7)"))
-    cmp = by_server(compare.compare(doc_with(BASE, "r1"), cand))
-    assert cmp["b"].verdict == "not comparable" and cmp["b"].reason == "missing in the candidate"
-    assert cmp["c"].reason == "missing in the baseline"
+    assert by_server(compare.compare(doc_with(BASE, "r1"), cand))["c"].reason == \
+        "new in the candidate"
     base = doc_with(BASE, "r1")
     base["cases"][1] = case_doc("b", "postgres", False, "get user", rps=(), status="failed",
                                reason="did not start")
     row = by_server(compare.compare(base, doc_with(BASE, "r2")))["b"]
     assert row.verdict == "not comparable" and row.reason == "failed in the baseline: did not start"
+    gone = by_server(compare.compare(base, doc_with({"a": BASE["a"]}, "r2")))["b"]
+    assert gone.verdict == "not comparable"
+    assert gone.reason == "missing in the candidate (failed in the baseline: did not start)"
 
 
-def test_calibrated_thresholds_replace_the_global_one():
+BROKEN_CAUSES = [(status, lambda s=status: case_doc("b", "postgres", False, "get user", rps=(),
+                                                     status=s, reason="it went wrong"))
+                 for status in ("failed", "verification failed", "pending", "interrupted")]
+BROKEN_CAUSES += [("invalid", lambda: case_doc("b", "postgres", False, "get user",
+                                                rps=(500, 505, 495, 502, 498), status="invalid",
+                                                reason="3.00% of requests failed"))]
+
+
+@pytest.mark.parametrize("status,make", BROKEN_CAUSES, ids=[c[0] for c in BROKEN_CAUSES])
+def test_a_case_ok_in_the_baseline_and_not_in_the_candidate_is_broken(status, make):
+    cand = doc_with(BASE, "r2")
+    cand["cases"][1] = make()
+    cmp = compare.compare(doc_with(BASE, "r1"), cand)
+    row = by_server(cmp)["b"]
+    assert row.verdict == "broken" and row.reason.startswith(f"{status} in the candidate")
+    assert cmp.broken == [row] and cmp.regressed == []
+
+
+def test_a_case_missing_in_the_candidate_is_broken_even_when_the_runs_differ():
+    cand = doc_with({"a": BASE["a"]}, "r2")
+    cand["settings"]["duration"] = 10.0
+    cmp = compare.compare(doc_with(BASE, "r1"), cand)
+    assert by_server(cmp)["b"].verdict == "broken"
+    assert by_server(cmp)["b"].reason == "missing in the candidate"
+    assert by_server(cmp)["a"].verdict == "not comparable"
+
+
+def stored_calibration(base: dict, per_case: dict, path="cal.json") -> dict:
+    """A format-2 calibration of `base`'s key with these per-case thresholds."""
+    return {"format": 2, "key": comparability.key(base), "thresholds": per_case, "path": path}
+
+
+def test_calibrated_thresholds_replace_the_default_ones_and_are_named():
     cand = {**BASE, "a": (930, 940, 920, 935, 925)}      # -7 %
     base = doc_with(BASE, "r1")
     strict = by_server(compare.compare(base, doc_with(cand, "r2")))["a"]
-    assert strict.verdict == "slower"
+    assert strict.verdict == "slower" and strict.figure("req/s").threshold_source == "default"
     case_id = base["cases"][0]["id"]
-    loose = by_server(compare.compare(base, doc_with(cand, "r2"), thresholds={case_id: 0.10}))["a"]
-    assert loose.verdict == "unchanged" and loose.threshold_source == "calibrated"
+    cal = stored_calibration(base, {case_id: {"req/s": 0.10, "p99": 0.5, "error rate": 0.001}})
+    cmp = compare.compare(base, doc_with(cand, "r2"), calibration=cal)
+    loose = by_server(cmp)["a"]
+    assert loose.verdict == "unchanged" and cmp.calibration == "cal.json"
+    assert {(f.figure, f.threshold, f.threshold_source) for f in loose.figures} == {
+        ("req/s", 0.10, "cal.json"), ("p99", 0.5, "cal.json"), ("error rate", 0.001, "cal.json")}
+    assert by_server(cmp)["b"].figure("p99").threshold_source == "default"
+    md = comparison.to_markdown(cmp)
+    assert "per case from the calibration cal.json" in md and "10.0% / 50.0% / 0.10 pp (cal.)" in md
+
+
+def test_a_calibration_of_runs_not_comparable_with_the_baseline_is_ignored_and_says_why():
+    base = doc_with(BASE, "r1")
+    other = copy.deepcopy(base)
+    other["settings"]["preset"] = "nightly"
+    cal = stored_calibration(other, {base["cases"][0]["id"]: {"req/s": 0.10}})
+    cand = doc_with({**BASE, "a": (930, 940, 920, 935, 925)}, "r2")
+    cmp = compare.compare(base, cand, calibration=cal)
+    assert by_server(cmp)["a"].verdict == "slower" and cmp.calibration is None
+    assert "ignored the calibration cal.json" in cmp.calibration_note
+    assert "different settings: preset nightly vs default" in cmp.calibration_note
+    assert cmp.calibration_note in comparison.to_markdown(cmp)
+
+
+def test_a_format_1_calibration_still_gives_req_s_thresholds():
+    base = doc_with(BASE, "r1")
+    cal = {"machine_id": "m1", "thresholds": {base["cases"][0]["id"]: 0.10}, "path": "old.json"}
+    cmp = compare.compare(base, doc_with({**BASE, "a": (930, 940, 920, 935, 925)}, "r2"),
+                          calibration=cal)
+    row = by_server(cmp)["a"]
+    assert row.verdict == "unchanged" and row.figure("req/s").threshold == 0.10
+    assert row.figure("p99").threshold_source == "default" and "format 1" in cmp.calibration_note
 
 
 def test_aa_thresholds_follow_the_noise():
     quiet = compare.aa_threshold([1000, 1001, 999, 1000, 1000], [1000, 1002, 998, 1001, 999])
-    assert quiet == compare.CALIBRATION_FLOOR
+    assert quiet == noise.CALIBRATION_FLOOR
     noisy = compare.aa_threshold([1000, 1200, 800, 1100, 900], [1000, 1150, 850, 1050, 950])
     assert noisy == pytest.approx(1.2533 * 0.1581 * (2 / 5) ** 0.5, rel=1e-3)
     assert compare.aa_threshold([1000], [1100]) == pytest.approx(0.15)
+    # the error rate: absolute, of the means; 1.5 x the A/A difference
+    assert noise.aa_threshold([0, 0, 0], [0.001, 0.001, 0.001], 0.0001, relative=False) == \
+        pytest.approx(0.0015)
 
 
 def test_markdown_and_json_reports():
@@ -120,11 +187,15 @@ def test_markdown_and_json_reports():
     cmp = compare.compare(doc_with(BASE, "r1"), doc_with(cand, "r2"))
     md = comparison.to_markdown(cmp)
     assert md.startswith("# Comparison: r2 against r1")
-    assert "1 slower, 0 faster, 1 unchanged, 0 not comparable" in md
+    assert "0 broken, 1 slower, 0 faster, 1 unchanged, 0 not comparable" in md
+    assert "Thresholds: req/s 5.0%, p99 20.0%, error rate 0.02 pp by default." in md
     slower_line = next(line for line in md.splitlines() if "**SLOWER**" in line)
     assert "| get user | a postgres raw" in slower_line and "0.800 [" in slower_line
+    assert "req/s -20.0 % (p 0.0" in slower_line and "p99 +25.0 % (p 0.0" in slower_line
     data = json.loads(comparison.to_json(cmp))
     assert data["counts"]["slower"] == 1 and data["cases"][0]["verdict"] == "slower"
+    assert data["cases"][0]["moved"] == ["req/s", "p99"]
+    assert data["cases"][0]["figures"][1]["threshold_source"] == "default"
 
 
 def _save(tmp_path, doc):
@@ -139,7 +210,9 @@ def test_compare_command_exit_statuses(tmp_path, capsys):
     rd = ["--results-dir", str(tmp_path)]
     assert main(["compare", base, same, *rd]) == 0
     assert main(["compare", base, slower, *rd]) == 1
-    assert main(["compare", base, slower, "--threshold", "25", *rd]) == 0
+    # -20 % req/s is also +25 % p99: both thresholds must be wider for it to pass
+    assert main(["compare", base, slower, "--threshold", "25", *rd]) == 1
+    assert main(["compare", base, slower, "--threshold", "25", "--p99-threshold", "30", *rd]) == 0
     (tmp_path / "bad.json").write_text("{not json")
     assert main(["compare", base, str(tmp_path / "bad.json"), *rd]) == 2
     future = copy.deepcopy(doc_with(BASE, "r4"))
@@ -159,19 +232,130 @@ def test_compare_uses_a_stored_calibration_of_the_machine(tmp_path, capsys):
     paths = [_save(tmp_path, base), _save(tmp_path, cand)]
     rd = ["--results-dir", str(tmp_path)]
     assert main(["compare", *paths, *rd]) == 1
-    calibration.save(tmp_path, "m1", {base["cases"][0]["id"]: 0.10}, ["x", "y"], {})
+    twin = doc_with({**BASE, "a": (1060, 1070, 1050, 1065, 1055)}, "r0")   # 6 % by noise
+    found = compare.calibrate(twin, base)
+    assert found["runs"] == ["r0", "r1"] and found["key"] == comparability.key(base)
+    case_id = base["cases"][0]["id"]
+    assert found["figures"][case_id]["req/s"]["first"] == [1060, 1070, 1050, 1065, 1055]
+    assert found["thresholds"][case_id]["req/s"] > 0.07
+    path = calibration.save(tmp_path, "m1", found)
+    stored = json.loads(path.read_text())
+    assert stored["format"] == 2 and stored["machine_id"] == "m1" and stored["key_id"]
     capsys.readouterr()
     assert main(["compare", *paths, *rd]) == 0
-    assert "Per-case thresholds from the calibration" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"per case from the calibration {path}" in out
     assert main(["compare", *paths, "--no-calibration", *rd]) == 1
+    path.write_text("{broken")
+    assert main(["compare", *paths, *rd]) == 2
+    assert f"cannot read the calibration {path}" in capsys.readouterr().err
 
 
-def test_a_change_of_topology_makes_two_runs_incomparable():
-    from bench.analysis import compare as cmp_module
-    base = {"environment": {"machine_id": "m"}, "settings": {}, "load": {}}
-    moved = {**base, "topology": {"roles": {"client": "root@10.0.0.2", "server": "local",
-                                            "database": "local"}}}
-    assert cmp_module.run_level_reasons(base, base) == []
-    assert cmp_module.run_level_reasons(base, {**base, "topology": {"roles": cmp_module.ALL_LOCAL}}) == []
-    (reason,) = cmp_module.run_level_reasons(base, moved)
-    assert reason.startswith("different topology") and "root@10.0.0.2" in reason
+def test_weak_verdicts_never_fail_and_say_how_many_samples_would_decide(tmp_path, capsys):
+    base = _save(tmp_path, doc_with({"a": (1000, 1010, 990)}, "r1", 3))
+    slower = _save(tmp_path, doc_with({"a": (500, 505, 495)}, "r2", 3))
+    assert main(["compare", base, slower, "--results-dir", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    line = next(x for x in captured.out.splitlines() if "| get user" in x)
+    assert "**SLOWER** (weak)" in line and "req/s -50.0 % (weak)" in line
+    assert "3 vs 3 cannot reach p < 0.05" in captured.err
+    assert "4 samples a side (--repeat) would make them decisive" in captured.err
+
+
+def test_two_identical_default_preset_runs_exit_0(tmp_path):
+    runs = [_save(tmp_path, doc_with({"a": (1000, 1010, 990), "b": (500, 505, 495)}, r, 3))
+            for r in ("r1", "r2")]
+    assert main(["compare", *runs, "--results-dir", str(tmp_path)]) == 0
+
+
+def test_a_broken_case_exits_3_even_when_another_case_regressed(tmp_path):
+    cand = doc_with({"a": (800, 808, 792, 804, 796)}, "r2")
+    cand["cases"].append(case_doc("b", "postgres", False, "get user", rps=(), status="failed",
+                                  reason="server did not start"))
+    base = _save(tmp_path, doc_with(BASE, "r1"))
+    assert main(["compare", base, _save(tmp_path, cand), "--results-dir", str(tmp_path)]) == 3
+    gone = _save(tmp_path, doc_with({"a": BASE["a"]}, "r3"))
+    assert main(["compare", base, gone, "--results-dir", str(tmp_path)]) == 3
+
+
+def test_runs_not_comparable_as_a_whole_exit_0_with_a_warning(tmp_path, capsys):
+    moved = doc_with({**BASE, "a": (800, 808, 792, 804, 796)}, "r2")
+    moved["environment"]["machine_id"] = "m2"
+    runs = [_save(tmp_path, doc_with(BASE, "r1")), _save(tmp_path, moved)]
+    assert main(["compare", *runs, "--results-dir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the runs are not comparable as a whole" in err and "m1 vs m2" in err
+
+
+def with_samples(doc: dict, server: str, **change) -> dict:
+    """`doc` with each sample of `server`'s case changed by change[field](summary, i)."""
+    case = next(c for c in doc["cases"] if c["server"] == server)
+    for i, sample in enumerate(case["samples"]):
+        for name, how in change.items():
+            how(sample["summary"], i)
+    return doc
+
+
+def test_a_p99_that_doubles_is_slower_and_says_so():
+    cand = with_samples(doc_with(BASE, "r2"), "a",
+                        p99=lambda s, i: s["latency_ms"].update(p99=s["latency_ms"]["p99"] * 2))
+    cmp = compare.compare(doc_with(BASE, "r1"), cand)
+    row = by_server(cmp)["a"]
+    assert row.verdict == "slower" and row.moved == ["p99"] and not row.weak
+    assert row.reason == "p99 +100.0 %" and row.p99_ratio == pytest.approx(2.0)
+    assert row.figure("req/s").direction is None and cmp.regressed == [row]
+
+
+def test_a_rise_of_the_error_rate_is_slower():
+    cand = with_samples(doc_with(BASE, "r2"), "a",
+                        e=lambda s, i: s["errors"].update(status=5 + i, total=5 + i))
+    row = by_server(compare.compare(doc_with(BASE, "r1"), cand))["a"]    # 0 -> ~0.07 %
+    assert row.verdict == "slower" and row.moved == ["error rate"]
+    assert row.reason.startswith("error rate +0.07 pp")
+    small = with_samples(doc_with(BASE, "r2"), "a",
+                         e=lambda s, i: s["errors"].update(status=1, total=1))   # +0.01 pp
+    assert by_server(compare.compare(doc_with(BASE, "r1"), small))["a"].verdict == "unchanged"
+
+
+def test_faster_only_when_nothing_is_worse():
+    faster = with_samples(doc_with({**BASE, "a": (1200, 1212, 1188, 1206, 1194)}, "r2"), "a",
+                          p=lambda s, i: s["latency_ms"].update(p99=s["latency_ms"]["p99"] * 1.5))
+    row = by_server(compare.compare(doc_with(BASE, "r1"), faster))["a"]
+    assert row.verdict == "slower" and row.moved == ["p99", "req/s"]
+    assert row.reason == "p99 +25.0 %, req/s +20.0 %"
+
+
+def test_decide_is_one_rule_for_every_figure():
+    assert compare.decide(-0.10, 0.05, 0.01, False, "lower") == "worse"
+    assert compare.decide(-0.10, 0.05, 0.20, False, "lower") is None
+    assert compare.decide(-0.10, 0.05, None, True, "lower") == "worse"
+    assert compare.decide(0.10, 0.05, 0.01, False, "higher") == "worse"
+    assert compare.decide(-0.10, 0.05, 0.01, False, "higher") == "better"
+    assert compare.decide(0.04, 0.05, 0.001, False, "higher") is None
+    assert compare.samples_needed(0.05) == 4 and compare.samples_needed(0.01) == 5
+
+
+def test_a_format_1_calibration_file_is_read_from_disk(tmp_path, capsys):
+    base = doc_with(BASE, "r1")
+    paths = [_save(tmp_path, base),
+             _save(tmp_path, doc_with({**BASE, "a": (930, 940, 920, 935, 925)}, "r2"))]
+    old = calibration.path_for(tmp_path, "m1")
+    old.parent.mkdir()
+    old.write_text(json.dumps({"machine_id": "m1", "created_at": "2026-01-01", "runs": ["x", "y"],
+                               "settings": {}, "thresholds": {base["cases"][0]["id"]: 0.10}}))
+    assert main(["compare", *paths, "--results-dir", str(tmp_path)]) == 0
+    assert "is of format 1: req/s thresholds only" in capsys.readouterr().err
+
+
+def test_calibrate_prints_each_figures_threshold():
+    from bench.cli.calibrate import describe
+    found = compare.calibrate(doc_with(BASE, "r0"), doc_with({**BASE, "a": (1100, 1110, 1090,
+                                                                             1105, 1095)}, "r1"))
+    text = describe(found, "m1", "results/m1/calibration.json")
+    assert f"2 cases, comparability key {found['key_id']}) in results/m1/calibration.json" in text
+    first = text.splitlines()[3]     # the noisiest req/s first: a moved by 10 %, p99 by -9 %
+    assert first.split() == ["15.0", "%", "13.6", "%", "0.010", "pp", found_case(found, "a")]
+
+
+def found_case(found: dict, server: str) -> str:
+    return next(case for case in found["thresholds"] if case.startswith(f"{server}/"))

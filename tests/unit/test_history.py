@@ -55,9 +55,57 @@ def test_history_command_reads_a_machines_runs(tmp_path, capsys):
     assert main(["history", "--machine", "box-1", "--results-dir", str(tmp_path),
                  "--test", "get_user", "--charts", str(charts)]) == 0
     out = capsys.readouterr().out
-    assert "24 runs, 1 cases" in out and "20260113T000000Z-box" in out
+    assert "24 runs, 1 series of 1 cases" in out and "20260113T000000Z-box" in out
     step = next(line for line in out.splitlines() if "get user" in line)
-    assert "| 24 " in step and " at 20260113T000000Z-box" in step and "%" in step.split("|")[5]
+    assert "| 24 " in step and " at 20260113T000000Z-box" in step and "%" in step.split("|")[7]
+    assert "Where the comparability key changed" not in out
     assert [p.name for p in charts.iterdir()] == ["a_postgres_raw_get_user_c64.png"]
     assert main(["history", "--machine", "other", "--results-dir", str(tmp_path)]) == 2
     assert "machines with runs: box-1" in capsys.readouterr().err
+
+
+def two_preset_docs() -> list[dict]:
+    """12 nights of the default preset at 1000 req/s, then 12 of the nightly preset whose
+    figures sit 10 % lower (other settings, not a regression)."""
+    docs = nightly_docs([1000.0] * 12 + [900.0] * 12)
+    for doc in docs[12:]:
+        doc["settings"]["preset"] = "nightly"
+    return docs
+
+
+def test_two_presets_make_two_series_with_no_change_point_at_the_switch():
+    series = [s for s in history.build(two_preset_docs()) if s.test == "get user"]
+    assert [len(s.points) for s in series] == [12, 12]
+    assert len({s.key_id for s in series}) == 2
+    assert [s.change_points for s in series] == [[], []]
+    assert series[0].differences == []
+    assert series[1].differences == ["different settings: preset default vs nightly"]
+    (change,) = history.key_changes(two_preset_docs())
+    assert change.run_id == "20260113T000000Z-box"
+    assert change.previous_run_id == "20260112T000000Z-box"
+    assert change.differences == ["different settings: preset default vs nightly"]
+
+
+def test_a_step_within_one_key_is_still_found_after_a_key_change():
+    docs = nightly_docs([1000.0] * 6 + [1000.0] * 12 + [900.0] * 12)
+    for doc in docs[:6]:
+        doc["load"]["version"] = "wrk 4.1.0"
+    series = [s for s in history.build(docs) if s.test == "get user"]
+    assert [len(s.points) for s in series] == [6, 24]
+    assert [cp.run_id for cp in series[1].change_points] == ["20260119T000000Z-box"]
+    assert "different load generator version: wrk 4.1.0 vs None" in series[1].differences
+
+
+def test_history_command_shows_where_the_key_changed(tmp_path, capsys):
+    for doc in two_preset_docs():
+        results.save(doc, results.run_dir(tmp_path, "box-1", doc["run_id"]))
+    charts = tmp_path / "charts"
+    assert main(["history", "--machine", "box-1", "--results-dir", str(tmp_path),
+                 "--test", "get_user", "--charts", str(charts)]) == 0
+    out = capsys.readouterr().out
+    assert "24 runs, 2 series of 1 cases" in out
+    rows = [line for line in out.splitlines() if line.startswith("| get user")]
+    assert len(rows) == 2 and [row.split("|")[7].strip() for row in rows] == ["none", "none"]
+    assert ("- at 20260113T000000Z-box (after 20260112T000000Z-box): different settings: "
+            "preset default vs nightly") in out
+    assert len(list(charts.iterdir())) == 2

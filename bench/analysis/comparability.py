@@ -1,0 +1,160 @@
+"""What makes two stored runs comparable, as one key: the rule `compare`, `history` and a
+calibration's match all use, so that it lives in one place.
+
+Pure functions of stored documents. The key holds the machine, the settings that shape
+the figures (not the selection: servers, tests, repeat, the order's seed), the load
+generators and their versions, where each role ran, each remote host's machine and
+whether its checkout was the harness's commit, and each database engine's mode and
+version. Two runs are comparable when their keys are equal; `differences` says how they
+are not, in words.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+from bench.core.machine import fingerprint, hardware_id
+
+# Settings that shape the figures. Not: repeat (more samples of the same thing), servers,
+# tests, databases, orm (the selection; a case is matched by id), order_seed, results_dir.
+SHAPING_SETTINGS = ("preset", "workers", "db_connections", "duration", "warmup", "timeout",
+                    "connections", "connection_levels", "connection_modes", "behind", "rates",
+                    "burst", "seed", "server_cpus", "client_cpus", "db_cpus")
+# A setting older harnesses did not record did not exist yet: those runs ran as with its
+# neutral value, so a run from before it compares with one that leaves it at that value.
+BEFORE_IT_EXISTED = {"connection_modes": ["keep-alive"], "behind": ["none"], "rates": [],
+                     "burst": 0.0, "server_cpus": None, "client_cpus": None, "db_cpus": None}
+LOAD_KEYS = ("generator", "version", "threads")
+ALL_LOCAL = {"client": "local", "server": "local", "database": "local"}
+KEY_ID_LENGTH = 10
+NOT_RECORDED = "(not recorded)"
+
+
+def machine_id(doc: dict) -> str:
+    env = doc.get("environment", {})
+    return env.get("machine_id") or fingerprint(env)
+
+
+def roles(doc: dict) -> dict:
+    """Role -> where it ran; runs from before --hosts ran everything on one machine."""
+    return (doc.get("topology") or {}).get("roles") or ALL_LOCAL
+
+
+PINNED = "the harness's commit"
+
+
+def _remote_host(block: dict, harness_commit: str | None) -> dict:
+    """A remote host's part of the key: its machine, and the code it ran: PINNED when its
+    checkout was the harness's commit without local changes (the commit itself is not in
+    the key: it changes with every nightly run, on every host alike), else that commit."""
+    if "error" in block:
+        return {"fingerprint": f"unknown ({block['error'][:80]})", "code": NOT_RECORDED}
+    git = block.get("git")
+    if git is None:
+        code = NOT_RECORDED
+    elif git.get("commit") == harness_commit and not git.get("dirty"):
+        code = PINNED
+    else:
+        code = f"{git.get('commit')}{' with local changes' if git.get('dirty') else ''}"
+    return {"fingerprint": block.get("machine_id") or hardware_id(block), "code": code}
+
+
+def key(doc: dict) -> dict:
+    """Everything that must be equal for two runs' figures to be compared (JSON-able)."""
+    settings = doc.get("settings") or {}
+    load = doc.get("load") or {}
+    open_model = load.get("open_model") or {}
+    harness_commit = ((doc.get("environment") or {}).get("git") or {}).get("commit")
+    hosts = ((doc.get("topology") or {}).get("hosts") or {})
+    return {
+        "machine": machine_id(doc),
+        "settings": {k: _setting(settings, k) for k in SHAPING_SETTINGS},
+        "load": {k: load.get(k) for k in LOAD_KEYS},
+        "open_model": {k: open_model.get(k) for k in ("generator", "version")},
+        "topology": dict(roles(doc)),
+        "hosts": {role: _remote_host(block, harness_commit) for role, block in sorted(hosts.items())},
+        "databases": {engine: {"mode": db.get("mode"), "version": db.get("version")}
+                      for engine, db in sorted((doc.get("databases") or {}).items())},
+    }
+
+
+def _setting(settings: dict, name: str):
+    if name in settings:
+        return settings[name]
+    if name == "connection_levels" and "connections" in settings:
+        return [settings["connections"]]          # before sweeps: the one level
+    return BEFORE_IT_EXISTED.get(name, NOT_RECORDED)
+
+
+def _for_engines(k: dict, engines) -> dict:
+    return {**k, "databases": {e: v for e, v in k["databases"].items() if e in engines}}
+
+
+def key_id(doc: dict, engine: str | None = None) -> str:
+    """A short stable hash of the key, for naming a series. With `engine`, only that
+    database engine's entry counts (a `plain` case does not change with PostgreSQL's
+    version); "none" keeps no database at all."""
+    k = key(doc)
+    if engine is not None:
+        k = _for_engines(k, {engine})
+    raw = json.dumps(k, sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()[:KEY_ID_LENGTH]
+
+
+def _hosts_differences(a: dict, b: dict) -> list[str]:
+    out = []
+    for role in sorted(set(a) | set(b)):
+        ha, hb = a.get(role), b.get(role)
+        if ha is None or hb is None:
+            continue                  # the topology's difference already says it
+        if ha["fingerprint"] != hb["fingerprint"]:
+            out.append(f"different machine behind role {role}: {ha['fingerprint']} vs "
+                       f"{hb['fingerprint']}")
+        if ha["code"] != hb["code"]:
+            out.append(f"remote host of role {role} ran different code: {ha['code']} vs "
+                       f"{hb['code']}")
+    return out
+
+
+def differences(a: dict, b: dict, *, engines=None) -> list[str]:
+    """How two keys (key()) differ, in words; empty: comparable. `engines`: only these
+    database engines' entries count (None: every engine either key holds)."""
+    out = []
+    if a["machine"] != b["machine"]:
+        out.append(f"different machine ({a['machine']} vs {b['machine']})")
+    for name in SHAPING_SETTINGS:
+        x, y = a["settings"].get(name, NOT_RECORDED), b["settings"].get(name, NOT_RECORDED)
+        if x != y:
+            out.append(f"different settings: {name} {x} vs {y}")
+    for name in LOAD_KEYS:
+        if a["load"].get(name) != b["load"].get(name):
+            out.append(f"different load generator {name}: {a['load'].get(name)} vs "
+                       f"{b['load'].get(name)}")
+    for name in ("generator", "version"):
+        if a["open_model"].get(name) != b["open_model"].get(name):
+            out.append(f"different open-model generator {name}: {a['open_model'].get(name)} "
+                       f"vs {b['open_model'].get(name)}")
+    if a["topology"] != b["topology"]:
+        out.append("different topology (which machine ran the client, the server and the "
+                   f"database): {a['topology']} vs {b['topology']}")
+    out += _hosts_differences(a["hosts"], b["hosts"])
+    wanted = set(a["databases"]) | set(b["databases"]) if engines is None else set(engines)
+    for engine in sorted(wanted - {"none"}):
+        out += database_differences(a, b, engine)
+    return out
+
+
+def database_differences(a: dict, b: dict, engine: str) -> list[str]:
+    x, y = a["databases"].get(engine, {}), b["databases"].get(engine, {})
+    out = []
+    if x.get("mode") != y.get("mode"):
+        out.append(f"different database mode for {engine}: {x.get('mode')} vs {y.get('mode')}")
+    if x.get("version") != y.get("version"):
+        out.append(f"different {engine} version: {x.get('version')} vs {y.get('version')}")
+    return out
+
+
+def run_differences(a: dict, b: dict) -> list[str]:
+    """What makes two runs incomparable as a whole: everything but the databases (those
+    count only for the cases that use them)."""
+    return differences(a, b, engines=())
