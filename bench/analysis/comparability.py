@@ -43,16 +43,20 @@ def roles(doc: dict) -> dict:
 PINNED = "the harness's commit"
 
 
-def _remote_host(block: dict, harness_commit: str | None) -> dict:
+def _remote_host(block: dict, harness: dict) -> dict:
     """A remote host's part of the key: its machine, and the code it ran: PINNED when its
-    checkout was the harness's commit without local changes (the commit itself is not in
-    the key: it changes with every nightly run, on every host alike), else that commit."""
+    checkout held the harness's code (its commit, and the same uncommitted changes if any:
+    what the preflight lets run; the commit itself is not in the key, it changes with
+    every nightly run, on every host alike), else that commit."""
     if "error" in block:
         return {"fingerprint": f"unknown ({block['error'][:80]})", "code": NOT_RECORDED}
     git = block.get("git")
     if git is None:
         code = NOT_RECORDED
-    elif git.get("commit") == harness_commit and not git.get("dirty"):
+    elif git.get("commit") == harness.get("commit") and (
+            not git.get("dirty")
+            or git.get("diff_sha256") not in (None, "") and
+            git.get("diff_sha256") == harness.get("diff_sha256")):
         code = PINNED
     else:
         code = f"{git.get('commit')}{' with local changes' if git.get('dirty') else ''}"
@@ -64,7 +68,7 @@ def key(doc: dict) -> dict:
     settings = doc.get("settings") or {}
     load = doc.get("load") or {}
     open_model = load.get("open_model") or {}
-    harness_commit = ((doc.get("environment") or {}).get("git") or {}).get("commit")
+    harness = (doc.get("environment") or {}).get("git") or {}
     hosts = ((doc.get("topology") or {}).get("hosts") or {})
     return {
         "machine": machine_id(doc),
@@ -72,7 +76,7 @@ def key(doc: dict) -> dict:
         "load": {k: load.get(k) for k in LOAD_KEYS},
         "open_model": {k: open_model.get(k) for k in ("generator", "version")},
         "topology": dict(roles(doc)),
-        "hosts": {role: _remote_host(block, harness_commit) for role, block in sorted(hosts.items())},
+        "hosts": {role: _remote_host(block, harness) for role, block in sorted(hosts.items())},
         "databases": {engine: {"mode": db.get("mode"), "version": db.get("version")}
                       for engine, db in sorted((doc.get("databases") or {}).items())},
     }

@@ -44,6 +44,10 @@ CHANGES = {
                       "vs 0123456"),
     "remote local changes": (lambda d: remote(d)["git"].update(dirty=True),
                              "abcdef1234567 with local changes"),
+    "other local changes": (lambda d: (remote(d)["git"].update(dirty=True, diff_sha256="1"),
+                                       d["environment"]["git"].update(dirty=True,
+                                                                     diff_sha256="2")),
+                            "abcdef1234567 with local changes"),
     "database version": (lambda d: d["databases"]["postgres"].update(version="PostgreSQL 16.1"),
                          "different postgres version: PostgreSQL 15.18 vs PostgreSQL 16.1"),
     "topology": (lambda d: d["topology"]["roles"].update(client="root@10.0.0.3"),
@@ -75,6 +79,14 @@ def test_what_does_not_shape_the_figures_keeps_runs_comparable():
     assert comparability.key(base) == comparability.key(cand)
     assert comparability.key_id(base) == comparability.key_id(cand)
     assert {c.verdict for c in compare.compare(base, cand).cases} == {"unchanged"}
+
+
+def test_a_remote_host_with_the_harness_s_own_uncommitted_changes_is_pinned():
+    """What the preflight lets run (the same diff on both sides) keys as pinned."""
+    same = lambda d: (remote(d)["git"].update(dirty=True, diff_sha256="d1"),  # noqa: E731
+                      d["environment"]["git"].update(dirty=True, diff_sha256="d1"))
+    assert comparability.key(stored(change=same))["hosts"]["server"]["code"] \
+        == comparability.PINNED
 
 
 def test_a_database_version_splits_only_the_cases_that_use_it():
