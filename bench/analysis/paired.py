@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats as scistats
 
+from bench.analysis.compare import decide
 from bench.analysis.figures import ERROR_RATE, FIGURES, P99, RELATIVE, RPS, WORSE_WHEN, \
     sample_value
 
@@ -142,11 +143,9 @@ def judge_figure(figure: str, per_block: list[list[tuple[str, float]]], baseline
         row.p_value = float(test.pvalue)
         low, high = test.confidence_interval(0.95)
         row.ci = (to_scale(float(low)), to_scale(float(high)))
-    decisive = (not row.weak and row.p_value is not None and row.p_value < alpha
-                and abs(row.change) > threshold)
-    if decisive:
-        higher = row.change > 0
-        row.direction = "worse" if higher == (WORSE_WHEN[figure] == "higher") else "better"
+    if not row.weak:                 # too few blocks: no verdict at all, not a weak one
+        row.direction = decide(row.change, threshold, row.p_value, False, WORSE_WHEN[figure],
+                               alpha)
     return row
 
 
