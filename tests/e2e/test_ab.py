@@ -34,34 +34,30 @@ def version(root: Path, costs: dict[str, str], start_fails: str | None = None) -
     return root
 
 
-def test_ab_flags_the_slowed_server_only_and_measures_only_what_changed(tmp_path):
-    a = version(tmp_path / "a", {"steady": "300", "slowed": "300"})
-    b = version(tmp_path / "b", {"steady": "300", "slowed": "900"})
+def test_ab_flags_the_slowed_server_calls_the_one_that_stopped_starting_broken_and_measures_only_what_changed(tmp_path):
+    a = version(tmp_path / "a", {"steady": "300", "slowed": "300", "stops": "100"})
+    b = version(tmp_path / "b", {"steady": "300", "slowed": "900", "stops": "100"},
+                start_fails="stops")
     out = run_bench("ab", str(a), str(b), *SHORT, "--results-dir", str(tmp_path / "r"),
                     "--format", "json", "--output", str(tmp_path / "ab.json"))
-    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.returncode == 3, out.stdout[-3000:] + out.stderr[-3000:]   # broken wins over 1
     verdicts = json.loads((tmp_path / "ab.json").read_text())
-    assert verdicts["servers"] == ["slowed"]          # steady's folder is the same in both
-    (row,) = verdicts["cases"]
-    assert row["verdict"] == "slower" and row["moved"][0] == "req/s", row
-    rps = row["figures"][0]
+    assert verdicts["servers"] == ["slowed", "stops"]   # steady's folder is the same in both
+    rows = {r["server"]: r for r in verdicts["cases"]}
+    assert rows["slowed"]["verdict"] == "slower" and rows["slowed"]["moved"][0] == "req/s"
+    rps = rows["slowed"]["figures"][0]
     assert rps["change"] < -0.2 and rps["blocks"] == 3
+    assert rows["stops"]["verdict"] == "broken" and "on the candidate" in rows["stops"]["reason"]
     run_dir = next((tmp_path / "r" / "ab").glob("*/*/results.json")).parent
     stored = json.loads((run_dir / "results.json").read_text())
-    assert stored["ab"]["pairs"] == [["slowed@A/none/raw/plain@c8", "slowed@B/none/raw/plain@c8"]]
-    assert (run_dir / "ab.md").read_text().startswith("<!-- webbench-ab -->")
-    # the stored order is the paired schedule: blocks of ABBA or BAAB
-    arms = "".join(e.split("/")[0][-1] for e in stored["schedule"]["order"])
-    assert {arms[i:i + 4] for i in range(0, len(arms), 4)} <= {"ABBA", "BAAB"}
-
-
-def test_ab_calls_a_candidate_that_no_longer_starts_broken(tmp_path):
-    a = version(tmp_path / "a", {"steady": "100"})
-    b = version(tmp_path / "b", {"steady": "100"}, start_fails="steady")
-    out = run_bench("ab", str(a), str(b), *SHORT, "--repeat", "2",
-                    "--results-dir", str(tmp_path / "r"))
-    assert out.returncode == 3, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "**BROKEN**" in out.stdout and "1 broken" in out.stdout
+    assert stored["ab"]["pairs"][0] == ["slowed@A/none/raw/plain@c8", "slowed@B/none/raw/plain@c8"]
+    md = (run_dir / "ab.md").read_text()
+    assert md.startswith("<!-- webbench-ab -->") and "**BROKEN**" in md and "**SLOWER**" in md
+    # the stored order is the paired schedule: each pair in blocks of ABBA or BAAB
+    for pair in stored["ab"]["pairs"]:
+        arms = "".join(e.split("/")[0][-1] for e in stored["schedule"]["order"]
+                       if e.rsplit("#", 1)[0] in pair)
+        assert {arms[i:i + 4] for i in range(0, len(arms), 4)} <= {"ABBA", "BAAB"}
 
 
 def test_ab_with_nothing_changed_measures_nothing_and_says_so(tmp_path):

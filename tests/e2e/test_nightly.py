@@ -18,7 +18,7 @@ MACHINE = "nightly-e2e"
 # thread as every e2e test, a port of its own
 TINY = ["--servers", "tunable_cost", "--servers-dir", str(REPO / "tests/fixtures/servers"),
         "--tests", "plain", "--no-ceiling", "--duration", "1", "--warmup", "0.5",
-        "--repeat", "4", "--threads", "1", "--port", "19081"]
+        "--repeat", "2", "--threads", "1", "--port", "19081"]
 
 
 def night(tmp_path, **env) -> tuple[int, str, str]:

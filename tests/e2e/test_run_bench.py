@@ -78,7 +78,7 @@ def test_full_run_of_a_rust_and_a_python_server(tmp_path):
     (and each is verified against the contract in tests/integration/test_contract.py),
     so they would only make this test longer (183 s with them, on 2 cores)."""
     out = run_bench("--servers", "actix-web,fastapi", "--orm", "raw", "--repeat", "2",
-                    "--duration", "1", "--warmup", "1", "--connections", "16",
+                    "--duration", "1", "--warmup", "0.5", "--connections", "16",
                     "--order-seed", "5", "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     doc = only_run(tmp_path)
@@ -319,7 +319,7 @@ def test_compare_flags_a_server_slowed_by_a_known_cost(tmp_path):
     candidate, twice as costly, is flagged slower (exit 1); the baseline against a second
     run of itself is not (exit 0, with a threshold wide enough for one-second samples)."""
     common = ["--servers", "tunable_cost", "--servers-dir", str(FIXTURES), "--tests", "plain", "--no-ceiling",
-              "--repeat", "5", "--duration", "1", "--warmup", "1", "--connections", "8",
+              "--repeat", "4", "--duration", "1", "--warmup", "0.5", "--connections", "8",
               *PORTS]
     runs = []
     for cost in ("400", "400", "1600"):
