@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.core.manifest import ServerSpec
+from bench.infra.environment import git_state
 from bench.paths import CACHE_DIR, REPO
 
 AB_CACHE = CACHE_DIR / "ab"
@@ -62,9 +63,9 @@ def resolve(given: str, arm: str, repo: Path = REPO, cache: Path = AB_CACHE) -> 
         if not (root / "servers").is_dir():
             raise CheckoutError(f"{given}: a folder given to ab must be a checkout of this "
                                 f"project (it has no servers/ folder)")
-        commit = _git("rev-parse", "HEAD", cwd=root, check=False)
-        dirty = None if commit is None else bool(
-            _git("status", "--porcelain", "--untracked-files=no", cwd=root, check=False))
+        state = git_state(folder=str(root))
+        commit = state["commit"]
+        dirty = None if commit is None else state["dirty"]
         # this very checkout shares the regular build cache; any other folder gets its own
         builds = CACHE_DIR if root == repo.resolve() else \
             cache / "builds" / f"dir-{hashlib.sha256(str(root).encode()).hexdigest()[:12]}"

@@ -25,14 +25,15 @@ from bench.paths import REPO
 GIT_TIMEOUT_S = 30
 
 
-def git_state(host: Host = LOCAL) -> dict:
-    """The code this project's checkout on `host` holds (on a remote host: its workdir):
+def git_state(host: Host = LOCAL, folder: str | None = None) -> dict:
+    """The code this project's checkout on `host` holds (on a remote host: its workdir;
+    `folder`: another checkout, such as a version `ab` measures):
     the commit, whether it has uncommitted changes to tracked files, and which ones (the
     sha256 of `git diff HEAD`: the same diff on two machines is the same code). The one
     place git is asked, for the run's environment block, the pinning of remote hosts in
-    the preflight and their record in the topology. Commit None: not a git checkout, or
+    the preflight, their record in the topology and `ab`'s versions. Commit None: not a git checkout, or
     no git there; "error" then says what git said."""
-    folder = host.project_path(REPO)
+    folder = folder or host.project_path(REPO)
     said: list[str] = []               # what git said when it failed, for the message
 
     def git(*args: str) -> str | None:
