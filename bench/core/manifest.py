@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.core import suite
 from bench.paths import SERVERS_DIR
 
 KNOWN_DATABASES = ("postgres", "mysql")
@@ -98,6 +99,9 @@ class ServerSpec:
     # of one server must not overwrite each other's binaries in one cache).
     arm: str = ""
     cache_dir: Path | None = None
+    # the database suite (bench.core.suite): how each (engine, orm) variant does its work;
+    # None = the server does not implement the suite's endpoints
+    suite: dict | None = None
 
     @property
     def label(self) -> str:
@@ -108,6 +112,10 @@ class ServerSpec:
     def variants(self) -> list[tuple[str, bool]]:
         """(database, orm) pairs the server supports, in manifest order."""
         return [(d, o) for d in self.databases for o in self.orm]
+
+    def declaration(self, database: str, orm: bool) -> "suite.Declaration | None":
+        """What the manifest's [suite] says about one variant; None without the suite."""
+        return None if self.suite is None else self.suite.get((database, orm))
 
     def processes(self, workers: int) -> int:
         """Processes that each hold a pool of their own."""
@@ -216,6 +224,15 @@ def _toolchain(data: dict, path: Path) -> Toolchain | None:
                      str(table.get("fetches_newer_from", "")))
 
 
+def _suite(data: dict, databases: tuple, path: Path) -> dict | None:
+    if "suite" in data and not databases:
+        raise ManifestError(f"{path}: [suite] needs a database; 'databases' is empty")
+    try:
+        return suite.parse(data.get("suite"), path)
+    except suite.DeclarationError as exc:
+        raise ManifestError(str(exc)) from exc
+
+
 def load_manifest(folder: Path) -> ServerSpec:
     path = folder / "manifest.toml"
     try:
@@ -250,6 +267,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         exemptions=_exemptions(data, path),
         requires=tuple(str(t) for t in data.get("requires", [])),
         toolchain=_toolchain(data, path),
+        suite=_suite(data, databases, path),
     )
 
 

@@ -221,7 +221,7 @@ def wait_until_accepting(ep: Endpoint, timeout: float = 30.0, database: str | No
 
 
 def create_schema(ep: Endpoint) -> None:
-    """Create `users` and its pristine copy `users_seed`, then restore `users` from it."""
+    """Create `users`, its pristine copy `users_seed` and `fortune`, then restore both."""
     with connect(ep) as conn:
         cur = conn.cursor()
         for stmt in dataset.SCHEMA[ep.engine]:
@@ -284,9 +284,10 @@ def restore(ep: Endpoint, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
                  statement_timeout_s=statement_timeout_s) as conn, \
             _answer_deadline(conn, ep, answer_s) as cut:
         cur = conn.cursor()
-        for stmt in dataset.RESTORE[ep.engine]:
+        for step in dataset.RESTORE[ep.engine]:
+            stmt, params = (step, None) if isinstance(step, str) else step
             try:
-                cur.execute(stmt)
+                cur.execute(stmt, params)
             except Exception as exc:  # noqa: BLE001 - only the timeouts are translated
                 kind = "answer" if cut.is_set() else _timeout_kind(ep, exc)
                 if kind is None:
