@@ -3,13 +3,19 @@
 // The fastify application: the contract's routes, JSON 404 / 405, and a PATCH body
 // read raw whatever its Content-Type. One instance per worker process.
 
+const path = require('node:path')
 const Fastify = require('fastify')
+const fastifyView = require('@fastify/view')
+const { Eta } = require('eta')
+const { LRUCache } = require('lru-cache')
 const {
-  parseUserId, parsePatchBody, queryParam, USER_SCHEMA, PARAMS_SCHEMA
+  parseUserId, parsePatchBody, queryParam, parseCount, randomId, distinctIds, randomUsername,
+  prepareFortunes, ROW_COUNT, USER_SCHEMA, USERS_SCHEMA, PARAMS_SCHEMA
 } = require('./contract')
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const TEXT_TYPE = 'text/plain; charset=utf-8'
+const TEMPLATES = path.join(__dirname, '..', 'templates')
 const MAX_BODY = 64 * 1024 // a PATCH body is two strings of at most 256 characters
 const USER_METHODS = ['GET', 'PATCH', 'HEAD'] // what /user/{id}/ serves (HEAD: fastify's, for GET)
 
@@ -123,10 +129,116 @@ function buildApp (cfg, repo) {
     })
   }
 
+  // ------------------------------------------- the database suite (CONTRACT.md 6)
+
+  // /cached/: this process's own cache (every worker process fills its own), room for
+  // all 10,000 rows, no ttl: once warm, no statement at all.
+  const cache = new LRUCache({ max: ROW_COUNT })
+
+  /** Token, then the database: the error reply for a suite request, or null. */
+  function suiteRefusal (request, reply) {
+    if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+    if (repo === null) return sendError(reply, 404, ERR_NO_DB)
+    return null
+  }
+
+  // N SELECTs by primary key, one after another (each awaited, one statement in flight).
+  async function queries (request, reply) {
+    const refused = suiteRefusal(request, reply)
+    if (refused !== null) return refused
+    const n = parseCount(queryParam(request.query, 'n'))
+    const found = []
+    try {
+      for (let i = 0; i < n; i++) {
+        const row = await repo.getUser(randomId())
+        if (row !== null) found.push(row)
+      }
+    } catch (err) {
+      return databaseError(reply, err)
+    }
+    return found
+  }
+
+  // N distinct rows read (N SELECTs), then N single-row UPDATEs in ascending id order,
+  // autocommit; the answer is each row as written.
+  async function updates (request, reply) {
+    const refused = suiteRefusal(request, reply)
+    if (refused !== null) return refused
+    const n = parseCount(queryParam(request.query, 'n'))
+    const written = []
+    try {
+      for (const id of distinctIds(n)) {
+        const row = await repo.getUser(id)
+        if (row !== null) written.push(row)
+      }
+      // The server's UTC time (a JS Date: milliseconds), bound as a parameter.
+      const stamp = new Date().toISOString()
+      written.sort((a, b) => a.user_id - b.user_id)
+      for (const row of written) {
+        row.username = randomUsername()
+        row.updated_at = stamp
+        await repo.setUsername(row.user_id, row.username, stamp)
+      }
+    } catch (err) {
+      return databaseError(reply, err)
+    }
+    return written
+  }
+
+  // One SELECT of the table, one fortune added, code-point order, rendered by eta
+  // through @fastify/view (<%= %> escapes & < > " ').
+  async function fortunes (request, reply) {
+    const refused = suiteRefusal(request, reply)
+    if (refused !== null) return refused
+    let rows
+    try {
+      rows = await repo.fortunes()
+    } catch (err) {
+      return databaseError(reply, err)
+    }
+    return reply.view('fortunes', { fortunes: prepareFortunes(rows) })
+  }
+
+  // N ids from the cache; a miss is one SELECT by primary key, then cached.
+  async function cached (request, reply) {
+    const refused = suiteRefusal(request, reply)
+    if (refused !== null) return refused
+    const n = parseCount(queryParam(request.query, 'n'))
+    const found = []
+    try {
+      for (let i = 0; i < n; i++) {
+        const id = randomId()
+        let row = cache.get(id)
+        if (row === undefined) {
+          row = await repo.getUser(id)
+          if (row === null) continue
+          cache.set(id, row)
+        }
+        found.push(row)
+      }
+    } catch (err) {
+      return databaseError(reply, err)
+    }
+    return found
+  }
+
   function databaseError (reply, err) {
     // Errors only, never per request: this is not an access log.
     console.error(`fastify: database error: ${err && err.message}`)
     return sendError(reply, 500, ERR_DATABASE)
+  }
+
+  /** `handlers` on `url`, and a JSON 405 (with Allow) for every other method. */
+  function addRoutes (instance, url, handlers) {
+    const served = handlers.map(([method]) => method)
+    for (const [method, handler, schema] of handlers) {
+      instance.route({ method, url, handler, schema, config: { kind: 'route' } })
+    }
+    // fastify answers HEAD for every GET route itself (exposeHeadRoutes).
+    const implicit = served.includes('GET') ? ['HEAD'] : []
+    const allow = [...served, ...implicit].join(', ')
+    const others = instance.supportedMethods.filter((m) => !served.includes(m) && !implicit.includes(m))
+    instance.route({ method: others, url, handler: methodNotAllowed, config: { kind: 'method', allow } })
   }
 
   function methodNotAllowed (request, reply) {
@@ -137,23 +249,30 @@ function buildApp (cfg, repo) {
   // -------------------------------------------------------------------- routes
 
   const userSchema = { response: { 200: USER_SCHEMA } }
+  const usersSchema = { response: { 200: USERS_SCHEMA } }
   const routes = [
     ['/ping/', [['GET', ping]]],
     ['/user/:id/', [['GET', getUser, userSchema], ['PATCH', patchUser, userSchema]]],
     ['/plain/', [['GET', plain]]],
-    ['/to_json/', [['GET', toJson, { response: { 200: PARAMS_SCHEMA } }]]]
+    ['/to_json/', [['GET', toJson, { response: { 200: PARAMS_SCHEMA } }]]],
+    ['/queries/', [['GET', queries, usersSchema]]],
+    ['/updates/', [['GET', updates, usersSchema]]],
+    ['/cached/', [['GET', cached, usersSchema]]]
   ]
-  for (const [url, handlers] of routes) {
-    const served = handlers.map(([method]) => method)
-    for (const [method, handler, schema] of handlers) {
-      app.route({ method, url, handler, schema, config: { kind: 'route' } })
-    }
-    // fastify answers HEAD for every GET route itself (exposeHeadRoutes).
-    const implicit = served.includes('GET') ? ['HEAD'] : []
-    const allow = [...served, ...implicit].join(', ')
-    const others = app.supportedMethods.filter((m) => !served.includes(m) && !implicit.includes(m))
-    app.route({ method: others, url, handler: methodNotAllowed, config: { kind: 'method', allow } })
-  }
+  for (const [url, handlers] of routes) addRoutes(app, url, handlers)
+
+  // /fortunes/ in its own encapsulated context with @fastify/view, so the view plugin's
+  // per-request onRequest hook (reply.locals) runs for this route only.
+  app.register(async function fortunesPlugin (instance) {
+    await instance.register(fastifyView, {
+      engine: { eta: new Eta() }, // eta's default autoEscape: true
+      templates: TEMPLATES,
+      // Templates read and compiled once, then cached. @fastify/view derives this from
+      // NODE_ENV=production, which the harness does not set: stated here instead.
+      production: true
+    })
+    addRoutes(instance, '/fortunes/', [['GET', fortunes]])
+  })
 
   app.setNotFoundHandler((request, reply) => sendError(reply, 404, ERR_NOT_FOUND))
 

@@ -117,6 +117,72 @@ function queryParam (query, name) {
   return Array.isArray(v) ? String(v[0]) : String(v)
 }
 
+// ------------------------------------------------------ the database suite (section 6)
+
+const N_MAX = 500
+const ROW_COUNT = 10000 // users.user_id is 1..10000
+const MAX_RANDOM_NUMBER = 1000000 // /updates/ usernames: "u" + 1..1000000
+
+/**
+ * The suite's `n` (first occurrence of the query parameter): ASCII digits only, clamped
+ * to 1..500; missing, empty or anything else ("abc", "-3", "1.5", " 1") is 1. Digits
+ * are accumulated only up to 500, so a long digit string is 500, never an overflow.
+ */
+function parseCount (raw) {
+  if (typeof raw !== 'string' || raw.length === 0) return 1
+  let n = 0
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i)
+    if (c < 48 || c > 57) return 1
+    if (n <= N_MAX) n = n * 10 + (c - 48)
+  }
+  return n === 0 ? 1 : Math.min(n, N_MAX)
+}
+
+/** A user id drawn uniformly from 1..10000. */
+function randomId () {
+  return 1 + Math.floor(Math.random() * ROW_COUNT)
+}
+
+/** `n` distinct user ids (n <= 500 of 10000: a few redraws at most). */
+function distinctIds (n) {
+  const ids = new Set()
+  while (ids.size < n) ids.add(randomId())
+  return [...ids]
+}
+
+/** The username /updates/ writes: "u" + a random integer 1..1000000. */
+function randomUsername () {
+  return `u${1 + Math.floor(Math.random() * MAX_RANDOM_NUMBER)}`
+}
+
+/**
+ * Code-point order of two strings. JavaScript's `<` compares UTF-16 code units, which
+ * differs from code-point order only where one string has a surrogate (a character
+ * above U+FFFF) and the other a unit in U+E000..U+FFFF at the first difference; the
+ * fortunes happen not to have such a pair, but the order is exact anyway.
+ */
+function compareCodePoints (a, b) {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i)
+    let y = b.charCodeAt(i)
+    if (x === y) continue
+    // surrogates (D800..DFFF) move above E000..FFFF; E000..FFFF move down below them
+    if (x >= 0xD800) x += x < 0xE000 ? 0x2000 : -0x800
+    if (y >= 0xD800) y += y < 0xE000 ? 0x2000 : -0x800
+    return x - y
+  }
+  return a.length - b.length
+}
+
+/** The fortunes as rendered: the table's rows plus the one added at request time, sorted. */
+function prepareFortunes (rows) {
+  const fortunes = rows.map((r) => ({ id: r.id, message: r.message }))
+  fortunes.push({ id: 0, message: 'A fortune added at request time.' })
+  return fortunes.sort((a, b) => compareCodePoints(a.message, b.message))
+}
+
 // JSON Schemas for fastify's compiled serializers (fast-json-stringify).
 const USER_SCHEMA = {
   type: 'object',
@@ -131,6 +197,8 @@ const USER_SCHEMA = {
   required: ['user_id', 'username', 'email', 'created_at', 'updated_at', 'is_archived'],
   additionalProperties: false
 }
+
+const USERS_SCHEMA = { type: 'array', items: USER_SCHEMA }
 
 const PARAMS_SCHEMA = {
   type: 'object',
@@ -153,6 +221,15 @@ module.exports = {
   mysqlTimestamp,
   user,
   queryParam,
+  N_MAX,
+  ROW_COUNT,
+  parseCount,
+  randomId,
+  distinctIds,
+  randomUsername,
+  compareCodePoints,
+  prepareFortunes,
   USER_SCHEMA,
+  USERS_SCHEMA,
   PARAMS_SCHEMA
 }

@@ -78,6 +78,9 @@ class PgRawRepository {
   // One statement: RETURNING answers the row as stored after the update.
   static UPDATE = 'UPDATE users SET username = $2, email = $3, updated_at = now() ' +
     `WHERE user_id = $1 RETURNING ${COLUMNS}`
+  // The database suite (CONTRACT.md section 6).
+  static SUITE_UPDATE = 'UPDATE users SET username = $1, updated_at = $2 WHERE user_id = $3'
+  static FORTUNES = 'SELECT id, message FROM fortune'
 
   constructor (pool) { this.pool = pool }
 
@@ -91,6 +94,19 @@ class PgRawRepository {
       name: 'update_user', text: PgRawRepository.UPDATE, values: [id, username, email]
     })
     return res.rows.length === 0 ? null : pgUser(res.rows[0])
+  }
+
+  // /updates/: one single-row UPDATE, the time taken in the server as a bound value.
+  async setUsername (id, username, stamp) {
+    await this.pool.query({
+      name: 'suite_update', text: PgRawRepository.SUITE_UPDATE, values: [username, stamp, id]
+    })
+  }
+
+  // /fortunes/: the whole table in one SELECT.
+  async fortunes () {
+    const res = await this.pool.query({ name: 'fortunes', text: PgRawRepository.FORTUNES })
+    return res.rows
   }
 
   close () { return withTimeout(this.pool.end(), CLOSE_TIMEOUT_MS) }
@@ -126,6 +142,11 @@ function mysqlUser (row) {
     mysqlTimestamp(row.updated_at), row.is_archived === 1 || row.is_archived === true)
 }
 
+/** '2026-05-04T12:34:56.789Z' (Date#toISOString) -> '2026-05-04 12:34:56.789' (DATETIME, UTC). */
+function mysqlDatetime (iso) {
+  return `${iso.slice(0, 10)} ${iso.slice(11, -1)}`
+}
+
 class MysqlRawRepository {
   // pool.execute: server-side prepared statements (binary protocol), prepared once per
   // connection and cached by mysql2, values bound by the server.
@@ -133,6 +154,9 @@ class MysqlRawRepository {
   // No UPDATE ... RETURNING in MySQL/MariaDB: one UPDATE, then one SELECT. The column
   // holds UTC whatever the session time zone: UTC_TIMESTAMP(6).
   static UPDATE = 'UPDATE users SET username = ?, email = ?, updated_at = UTC_TIMESTAMP(6) WHERE user_id = ?'
+  // The database suite (CONTRACT.md section 6).
+  static SUITE_UPDATE = 'UPDATE users SET username = ?, updated_at = ? WHERE user_id = ?'
+  static FORTUNES = 'SELECT id, message FROM fortune'
 
   constructor (pool) { this.pool = pool }
 
@@ -154,6 +178,18 @@ class MysqlRawRepository {
     }
   }
 
+  // /updates/: one single-row UPDATE; `stamp` is the server's UTC time (ISO 8601, Z),
+  // written as DATETIME text.
+  async setUsername (id, username, stamp) {
+    await this.pool.execute(MysqlRawRepository.SUITE_UPDATE, [username, mysqlDatetime(stamp), id])
+  }
+
+  // /fortunes/: the whole table in one SELECT.
+  async fortunes () {
+    const [rows] = await this.pool.execute(MysqlRawRepository.FORTUNES)
+    return rows
+  }
+
   close () { return withTimeout(this.pool.end(), CLOSE_TIMEOUT_MS) }
 }
 
@@ -170,4 +206,4 @@ async function openRepository (cfg) {
   return cfg.db === 'postgres' ? new PgRawRepository(pool) : new MysqlRawRepository(pool)
 }
 
-module.exports = { openRepository, withTimeout, CLOSE_TIMEOUT_MS, COLUMNS }
+module.exports = { openRepository, withTimeout, mysqlDatetime, CLOSE_TIMEOUT_MS, COLUMNS }

@@ -8,7 +8,7 @@
 
 const { eq, sql } = require('drizzle-orm')
 const { pgTimestamp, mysqlTimestamp, user } = require('./contract')
-const { withTimeout, CLOSE_TIMEOUT_MS } = require('./db')
+const { withTimeout, mysqlDatetime, CLOSE_TIMEOUT_MS } = require('./db')
 
 // SQL fragments for updated_at, built once (they hold no values).
 const PG_NOW = sql`now()`
@@ -37,9 +37,14 @@ class PgDrizzleRepository {
       updatedAt: stamp('updated_at').notNull(),
       isArchived: boolean('is_archived').notNull().default(false)
     })
+    const fortune = pgTable('fortune', {
+      id: integer('id').primaryKey(),
+      message: varchar('message', { length: 2048 }).notNull()
+    })
 
     this.pool = pool
     this.users = users
+    this.fortune = fortune
     this.db = drizzle({ client: pool })
   }
 
@@ -57,6 +62,18 @@ class PgDrizzleRepository {
       .where(eq(users.userId, id))
       .returning()
     return rows.length === 0 ? null : toUser(rows[0], pgTimestamp)
+  }
+
+  // /updates/: one single-row UPDATE through Drizzle's update builder; `stamp` is the
+  // server's UTC time as ISO text (timestamp mode 'string' binds it as it is).
+  async setUsername (id, username, stamp) {
+    const { db, users } = this
+    await db.update(users).set({ username, updatedAt: stamp }).where(eq(users.userId, id))
+  }
+
+  // /fortunes/: select().from(fortune), one SELECT of both columns.
+  fortunes () {
+    return this.db.select().from(this.fortune)
   }
 
   close () { return withTimeout(this.pool.end(), CLOSE_TIMEOUT_MS) }
@@ -80,9 +97,14 @@ class MysqlDrizzleRepository {
       updatedAt: stamp('updated_at').notNull(),
       isArchived: boolean('is_archived').notNull().default(false)
     })
+    const fortune = mysqlTable('fortune', {
+      id: int('id').primaryKey(),
+      message: varchar('message', { length: 2048 }).notNull()
+    })
 
     this.pool = pool
     this.users = users
+    this.fortune = fortune
     this.db = drizzle({ client: pool }) // mode 'default' (not PlanetScale) is implied
   }
 
@@ -101,6 +123,18 @@ class MysqlDrizzleRepository {
       .where(eq(users.userId, id))
     if (result.affectedRows === 0) return null // unknown user: 404 without a SELECT
     return this.getUser(id)
+  }
+
+  // /updates/: one single-row UPDATE through Drizzle's update builder; datetime mode
+  // 'string' binds DATETIME text, so the ISO stamp becomes 'YYYY-MM-DD HH:MM:SS.mmm'.
+  async setUsername (id, username, stamp) {
+    const { db, users } = this
+    await db.update(users).set({ username, updatedAt: mysqlDatetime(stamp) }).where(eq(users.userId, id))
+  }
+
+  // /fortunes/: select().from(fortune), one SELECT of both columns.
+  fortunes () {
+    return this.db.select().from(this.fortune)
   }
 
   close () { return withTimeout(this.pool.end(), CLOSE_TIMEOUT_MS) }
