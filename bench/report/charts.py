@@ -184,7 +184,7 @@ def history_chart(series: Series, path: Path, machine: str) -> Path:
                   fontsize=7, ha="right")
     ax.set_ylabel("requests per second")
     variant = f"{series.server} {series.database} {'orm' if series.orm else 'raw'}"
-    ax.set_title(f"{series.test}, {variant}: throughput over time", fontsize=11)
+    ax.set_title(f"{series.title}, {variant}: throughput over time", fontsize=11)
     ax.legend(fontsize=7, loc="lower left")
     fig.subplots_adjust(bottom=0.3, top=0.9)
     _caption(fig, f"Machine {machine}; comparability key {series.key_id}; {len(xs)} runs; "
