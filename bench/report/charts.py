@@ -139,7 +139,7 @@ def level_chart(series: LevelSeries, doc: dict, path: Path) -> Path:
     ax.set_xticks(series.levels, [str(n) for n in series.levels])
     ax.minorticks_off()
     ax.set_xlabel("n: rows per request (log scale)")
-    ax.set_ylabel("requests per second (median; bars: 95 % CI of the median)")
+    ax.set_ylabel("req/s (median; bars: 95 % CI of the median)")
     ax.set_title(series.title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="upper right", ncol=2)

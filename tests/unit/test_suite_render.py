@@ -202,3 +202,16 @@ def test_two_levels_of_a_test_are_two_history_series():
     assert sorted(s.title for s in series) == ["queries n=1", "queries n=20"]
     assert {s.n: [p.median for p in s.points] for s in series} == {1: [9000] * 3,
                                                                    20: [1000] * 3}
+
+
+def test_open_model_points_of_two_levels_make_two_rate_tables():
+    from bench.core.plan import LoadParams
+    doc = run_doc([suite_case("fast", "queries", n, (rps,), load=LoadParams(64, generator="oha",
+                                                                             rate="50%"))
+                   for n, rps in ((1, 4500), (20, 500))], repeat=1)
+    rates = tables.build_rate_tables(doc)
+    assert [(t.title.split(":")[0], t.n) for t in rates] == [("queries n=1", 1),
+                                                             ("queries n=20", 20)]
+    text = formats.to_csv([], doc, rates=rates)
+    points = list(csv.DictReader(io.StringIO(text.split("\n\n", 1)[1])))
+    assert [p["n"] for p in points] == ["1", "20"]
