@@ -39,7 +39,7 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
                 log = run_dir / f"{v.key.replace('/', '__')}.log"
                 try:
                     with running_server(v, session.launch, endpoints.get(v.database), log,
-                                        verifier=verifier(settings.token),
+                                        verifier=verifier(settings.token, suite=settings.with_suite),
                                         host=session.host("server")) as running:
                         report = running.verification
                     reports[v.key] = report.to_dict()

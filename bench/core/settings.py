@@ -189,6 +189,11 @@ class Settings:
         return replace(self, preset=name, **tests,
                        **{key: getattr(preset, key) for key in PRESET_FIELDS})
 
+    @property
+    def with_suite(self) -> bool:
+        """Whether any of the database suite's tests is selected."""
+        return any(t in suite.SUITE_TESTS for t in self.tests)
+
     def n_for(self, test: str) -> tuple[int | None, ...]:
         """The n levels a test is measured at: (None,) for a test without n."""
         if test not in suite.N_TESTS:

@@ -275,7 +275,8 @@ class Run:
         endpoint = self.endpoints.get(v.database)
         log_path = self.logs / f"{case.id.replace('/', '__')}#{sample.index}.log"
         record.log = str(log_path.relative_to(self.run_dir))
-        check = verifier(self.settings.token) if (self.settings.verify and known is None) else None
+        check = verifier(self.settings.token, suite=self.settings.with_suite) \
+            if (self.settings.verify and known is None) else None
         try:
             rate = self.asked_rate(case) if case.load.rate is not None else None
             with running_server(v, self.context.launch, endpoint, log_path, verifier=check,

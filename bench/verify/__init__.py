@@ -15,8 +15,10 @@ def exempt(report, exemptions: dict) -> None:
             check.detail = f"exempt ({exemptions[check.name]}): {check.detail}"
 
 
-def verifier(token: str) -> Callable:
-    """A check for `running_server`: verify the started server, one report."""
+def verifier(token: str, suite: bool = False) -> Callable:
+    """A check for `running_server`: verify the started server, one report. `suite`: the
+    database suite's checks too, for a server that declares it (a run verifies what it
+    will measure: the suite's checks only when a suite test is selected)."""
     from bench.verify.connections import check_connections
     from bench.verify.contract import guarded, verify_server
     from bench.verify.workers import check_workers
@@ -28,7 +30,7 @@ def verifier(token: str) -> Callable:
                                orm=v.orm, token=token, endpoint=server.endpoint)
         report.checks[:0] = workers
         declaration = v.server.declaration(v.database, v.orm)
-        if server.endpoint is not None and declaration is not None:
+        if suite and server.endpoint is not None and declaration is not None:
             from bench.verify.suite import verify_suite
             report.checks += verify_suite(
                 server.base_url, token=token, endpoint=server.endpoint,

@@ -27,12 +27,13 @@ SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 
 
 
+# every variant with the database suite's checks too (where its manifest declares it)
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.key)
 def test_server_honours_the_contract(variant, databases, built, tmp_path):
     endpoint = databases.get(variant.database)
     log = tmp_path / "server.log"
     with running_server(variant, SETTINGS, endpoint, log,
-                        verifier=verifier(SETTINGS.token)) as running:
+                        verifier=verifier(SETTINGS.token, suite=True)) as running:
         report = running.verification
     assert report.passed, report.summary_text() + "\n" + log_tail(log)
     if endpoint:   # verification restored what its PATCH checks changed

@@ -257,7 +257,7 @@ def started_fixture(server_id: str, engine: str, endpoints, tmp_path, **settings
     spec = discover([ROOT / "tests" / "fixtures" / "servers"])[server_id]
     s = Settings(port=next(PORTS), **settings)
     return running_server(Variant(spec, engine, False), s, endpoints.get(engine),
-                          tmp_path / "server.log", verifier=verifier(TOKEN))
+                          tmp_path / "server.log", verifier=verifier(TOKEN, suite=True))
 
 
 @pytest.mark.parametrize("engine", ["postgres", "mysql"])
