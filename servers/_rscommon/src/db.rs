@@ -337,14 +337,29 @@ impl SuiteStore for Db {
     }
 
     async fn fortunes(&self) -> Result<Vec<Fortune>, sqlx::Error> {
-        let rows: Vec<(i32, String)> = match self {
-            Db::None => Vec::new(),
-            Db::Postgres(pool) => sqlx::query_as(FORTUNES).fetch_all(pool).await?,
-            Db::Mysql(pool) => sqlx::query_as(FORTUNES).fetch_all(pool).await?,
-        };
-        Ok(rows
-            .into_iter()
-            .map(|(id, message)| Fortune { id, message })
-            .collect())
+        match self {
+            Db::None => Ok(Vec::new()),
+            Db::Postgres(pool) => {
+                let rows: Vec<(i32, String)> = sqlx::query_as(FORTUNES).fetch_all(pool).await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(id, message)| Fortune { id, message })
+                    .collect())
+            }
+            Db::Mysql(pool) => {
+                // The column's collation is utf8mb4_bin, which MySQL/MariaDB flag as
+                // BINARY, and sqlx-mysql 0.8 refuses to decode a BINARY-flagged column
+                // as String ("not compatible with SQL type VARBINARY"). So the bytes
+                // are read and checked as UTF-8 here, which is what SeaORM's String
+                // decoding does on MySQL for every column.
+                let rows: Vec<(i32, Vec<u8>)> = sqlx::query_as(FORTUNES).fetch_all(pool).await?;
+                rows.into_iter()
+                    .map(|(id, bytes)| match String::from_utf8(bytes) {
+                        Ok(message) => Ok(Fortune { id, message }),
+                        Err(e) => Err(sqlx::Error::Decode(Box::new(e))),
+                    })
+                    .collect()
+            }
+        }
     }
 }
