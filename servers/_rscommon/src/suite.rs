@@ -302,7 +302,10 @@ mod tests {
         for n in [1, 20, 500] {
             let ids = distinct_ids(n);
             assert_eq!(ids.len(), n);
-            assert!(ids.windows(2).all(|w| w[0] < w[1]), "ascending and distinct");
+            assert!(
+                ids.windows(2).all(|w| w[0] < w[1]),
+                "ascending and distinct"
+            );
             assert!(ids.iter().all(|&id| (1..=ROWS).contains(&id)));
         }
         let names = random_usernames(100);
@@ -315,10 +318,22 @@ mod tests {
     #[test]
     fn fortunes_page() {
         let rows = vec![
-            Fortune { id: 2, message: "<script>alert(\"escape me\")</script>".into() },
-            Fortune { id: 10, message: "Ünïcödé".into() },
-            Fortune { id: 9, message: "フレーム".into() },
-            Fortune { id: 3, message: "Tom & Jerry's".into() },
+            Fortune {
+                id: 2,
+                message: "<script>alert(\"escape me\")</script>".into(),
+            },
+            Fortune {
+                id: 10,
+                message: "Ünïcödé".into(),
+            },
+            Fortune {
+                id: 9,
+                message: "フレーム".into(),
+            },
+            Fortune {
+                id: 3,
+                message: "Tom & Jerry's".into(),
+            },
         ];
         let sorted = sorted_fortunes(rows);
         let ids: Vec<i32> = sorted.iter().map(|f| f.id).collect();

@@ -21,8 +21,8 @@ use actix_web::web;
 use actix_web::{App, HttpServer};
 use webbench_common::config::{Config, DbKind};
 use webbench_common::contract::AppState;
-use webbench_common::suite::SuiteStore;
 use webbench_common::db;
+use webbench_common::suite::SuiteStore;
 
 /// BENCH_SERVER_ID's default.
 const SERVER: &str = "actix-web";

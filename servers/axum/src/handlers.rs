@@ -131,12 +131,26 @@ pub async fn to_json(State(state): AppStateRef, req: Request) -> Response {
 
 /// `GET /queries/?n=N` (webbench_common::suite, as are the three below).
 pub async fn queries(State(state): AppStateRef, req: Request) -> Response {
-    json(suite::queries(&state, token(req.headers()), req.uri().query().unwrap_or("")).await)
+    json(
+        suite::queries(
+            &state,
+            token(req.headers()),
+            req.uri().query().unwrap_or(""),
+        )
+        .await,
+    )
 }
 
 /// `GET /updates/?n=N`.
 pub async fn updates(State(state): AppStateRef, req: Request) -> Response {
-    json(suite::updates(&state, token(req.headers()), req.uri().query().unwrap_or("")).await)
+    json(
+        suite::updates(
+            &state,
+            token(req.headers()),
+            req.uri().query().unwrap_or(""),
+        )
+        .await,
+    )
 }
 
 /// `GET /fortunes/`: the askama page as `text/html; charset=utf-8`.
@@ -149,7 +163,14 @@ pub async fn fortunes(State(state): AppStateRef, req: Request) -> Response {
 
 /// `GET /cached/?n=N`.
 pub async fn cached(State(state): AppStateRef, req: Request) -> Response {
-    json(suite::cached(&state, token(req.headers()), req.uri().query().unwrap_or("")).await)
+    json(
+        suite::cached(
+            &state,
+            token(req.headers()),
+            req.uri().query().unwrap_or(""),
+        )
+        .await,
+    )
 }
 
 /// Any path that is not one of the contract's routes.
