@@ -63,6 +63,8 @@ pub struct AppState<S> {
     pub db: S,
     /// `/ping/`'s answer never changes: serialised once at start-up.
     pub ping_body: Bytes,
+    /// `/cached/`'s in-process cache (suite.rs): one per process, empty at start-up.
+    pub cache: crate::suite::UserCache,
 }
 
 impl<S> AppState<S> {
@@ -76,6 +78,7 @@ impl<S> AppState<S> {
             token: cfg.token.as_bytes().into(),
             db,
             ping_body: Bytes::from(serde_json::to_vec(&ping).unwrap_or_default()),
+            cache: crate::suite::new_cache(),
         }
     }
 

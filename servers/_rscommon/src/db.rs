@@ -16,6 +16,7 @@ use sqlx::{Database, Pool};
 
 use crate::config::{Config, DbKind};
 use crate::contract::UserStore;
+use crate::suite::{Fortune, SuiteStore};
 
 /// The contract's user object, exactly these keys. chrono serialises `DateTime<Utc>`
 /// as RFC 3339 with a `Z` offset (fractional seconds only when non-zero).
@@ -88,6 +89,13 @@ const MY_SELECT: &str =
 // the session time zone is.
 const MY_UPDATE: &str =
     "UPDATE users SET username = ?, email = ?, updated_at = UTC_TIMESTAMP(6) WHERE user_id = ?";
+
+// The database suite (suite.rs). updated_at is a bound parameter, the server's clock
+// (never now()); one statement per row, no batching.
+const PG_UPDATE_ROW: &str = "UPDATE users SET username = $1, updated_at = $2 WHERE user_id = $3";
+const MY_UPDATE_ROW: &str = "UPDATE users SET username = ?, updated_at = ? WHERE user_id = ?";
+// The same text on both engines.
+const FORTUNES: &str = "SELECT id, message FROM fortune";
 
 /// The raw variant's store: the pool of the configured database, or none at all.
 pub enum Db {
@@ -292,5 +300,66 @@ impl UserStore for Db {
 
     async fn close(&self) {
         Db::close(self).await
+    }
+}
+
+/// The database suite's raw queries: one statement each, on whichever pooled
+/// connection is free (autocommit), prepared once per connection by sqlx.
+impl SuiteStore for Db {
+    async fn update_row(
+        &self,
+        id: i32,
+        username: &str,
+        updated_at: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        match self {
+            Db::None => Ok(()),
+            Db::Postgres(pool) => {
+                sqlx::query(PG_UPDATE_ROW)
+                    .bind(username)
+                    .bind(updated_at)
+                    .bind(id)
+                    .execute(pool)
+                    .await?;
+                Ok(())
+            }
+            Db::Mysql(pool) => {
+                // DATETIME(6) holds naive UTC: the UTC wall-clock value is bound.
+                sqlx::query(MY_UPDATE_ROW)
+                    .bind(username)
+                    .bind(updated_at.naive_utc())
+                    .bind(id)
+                    .execute(pool)
+                    .await?;
+                Ok(())
+            }
+        }
+    }
+
+    async fn fortunes(&self) -> Result<Vec<Fortune>, sqlx::Error> {
+        match self {
+            Db::None => Ok(Vec::new()),
+            Db::Postgres(pool) => {
+                let rows: Vec<(i32, String)> = sqlx::query_as(FORTUNES).fetch_all(pool).await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(id, message)| Fortune { id, message })
+                    .collect())
+            }
+            Db::Mysql(pool) => {
+                // The column's collation is utf8mb4_bin, which MySQL/MariaDB flag as
+                // BINARY, and sqlx-mysql 0.8 refuses to decode a BINARY-flagged column
+                // as String ("not compatible with SQL type VARBINARY"). So the bytes
+                // are read and checked as UTF-8 here, which is what SeaORM's String
+                // decoding does on MySQL for every column.
+                let rows: Vec<(i32, Vec<u8>)> = sqlx::query_as(FORTUNES).fetch_all(pool).await?;
+                rows.into_iter()
+                    .map(|(id, bytes)| match String::from_utf8(bytes) {
+                        Ok(message) => Ok(Fortune { id, message }),
+                        Err(e) => Err(sqlx::Error::Decode(Box::new(e))),
+                    })
+                    .collect()
+            }
+        }
     }
 }

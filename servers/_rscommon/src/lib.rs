@@ -6,6 +6,10 @@
 //!   `/to_json/`, user and error bodies, the order of the checks a user endpoint makes,
 //!   and [`contract::UserStore`], what a user endpoint needs from the database.
 //! - [`db`]: the sqlx pool (every connection opened at start-up) and the raw queries.
+//! - [`suite`]: the database suite (`/queries/`, `/updates/`, `/fortunes/`,
+//!   `/cached/`): `n` parsing, the ids the server draws, the fortunes' sorting and
+//!   askama template, the moka cache, and [`suite::SuiteStore`], what the suite needs
+//!   from the database beyond a user SELECT.
 //!
 //! Nothing here knows an HTTP framework: a server maps its request onto these functions
 //! and turns their `Result<body, Failure>` into its own response type. Everything on
@@ -15,3 +19,4 @@
 pub mod config;
 pub mod contract;
 pub mod db;
+pub mod suite;

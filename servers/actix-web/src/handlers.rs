@@ -11,10 +11,12 @@ use actix_web::http::StatusCode;
 use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 use webbench_common::contract::{self, AppState, Failure, Status, UserStore, MAX_BODY};
+use webbench_common::suite::{self, SuiteStore};
 
 const TOKEN_HEADER: HeaderName = HeaderName::from_static(contract::TOKEN_HEADER);
 const JSON: HeaderValue = HeaderValue::from_static(contract::CONTENT_TYPE_JSON);
 const TEXT: HeaderValue = HeaderValue::from_static(contract::CONTENT_TYPE_TEXT);
+const HTML: HeaderValue = HeaderValue::from_static(suite::CONTENT_TYPE_HTML);
 
 fn typed_response<B: MessageBody + 'static>(
     status: StatusCode,
@@ -106,6 +108,41 @@ pub async fn to_json<S: UserStore>(
     state: web::Data<AppState<S>>,
 ) -> HttpResponse {
     json(contract::to_json(&state, token(&req), req.query_string()))
+}
+
+/// `GET /queries/?n=N` (webbench_common::suite, as are the three below).
+pub async fn queries<S: SuiteStore>(
+    req: HttpRequest,
+    state: web::Data<AppState<S>>,
+) -> HttpResponse {
+    json(suite::queries(&state, token(&req), req.query_string()).await)
+}
+
+/// `GET /updates/?n=N`.
+pub async fn updates<S: SuiteStore>(
+    req: HttpRequest,
+    state: web::Data<AppState<S>>,
+) -> HttpResponse {
+    json(suite::updates(&state, token(&req), req.query_string()).await)
+}
+
+/// `GET /fortunes/`: the askama page as `text/html; charset=utf-8`.
+pub async fn fortunes<S: SuiteStore>(
+    req: HttpRequest,
+    state: web::Data<AppState<S>>,
+) -> HttpResponse {
+    match suite::fortunes(&state, token(&req)).await {
+        Ok(page) => typed_response(StatusCode::OK, HTML, page),
+        Err(f) => failure(f),
+    }
+}
+
+/// `GET /cached/?n=N`.
+pub async fn cached<S: SuiteStore>(
+    req: HttpRequest,
+    state: web::Data<AppState<S>>,
+) -> HttpResponse {
+    json(suite::cached(&state, token(&req), req.query_string()).await)
 }
 
 /// Any path that is not one of the contract's routes.

@@ -20,8 +20,9 @@ use std::time::Duration;
 use actix_web::web;
 use actix_web::{App, HttpServer};
 use webbench_common::config::{Config, DbKind};
-use webbench_common::contract::{AppState, UserStore};
+use webbench_common::contract::AppState;
 use webbench_common::db;
+use webbench_common::suite::SuiteStore;
 
 /// BENCH_SERVER_ID's default.
 const SERVER: &str = "actix-web";
@@ -61,7 +62,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn serve<S: UserStore>(cfg: Config, db: S) -> ExitCode {
+async fn serve<S: SuiteStore>(cfg: Config, db: S) -> ExitCode {
     let state = web::Data::new(AppState::new(&cfg, db));
 
     let app_state = state.clone();
@@ -88,6 +89,27 @@ async fn serve<S: UserStore>(cfg: Config, db: S) -> ExitCode {
             .service(
                 web::resource("/to_json/")
                     .route(web::get().to(handlers::to_json::<S>))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
+            // The database suite (CONTRACT.md section 6).
+            .service(
+                web::resource("/queries/")
+                    .route(web::get().to(handlers::queries::<S>))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
+            .service(
+                web::resource("/updates/")
+                    .route(web::get().to(handlers::updates::<S>))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
+            .service(
+                web::resource("/fortunes/")
+                    .route(web::get().to(handlers::fortunes::<S>))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
+            .service(
+                web::resource("/cached/")
+                    .route(web::get().to(handlers::cached::<S>))
                     .default_service(web::to(handlers::method_not_allowed)),
             )
             // Unknown routes get the contract's JSON error, not actix's empty 404.

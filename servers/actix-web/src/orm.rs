@@ -7,10 +7,18 @@
 //!               MySQL:      `.exec(db)`, then `find_by_id(id).one` -> one UPDATE + one SELECT
 //!                           (no SELECT when the UPDATE matched no row)
 //!
+//! The database suite (webbench_common::suite, the same sequence as the raw variant):
+//! SELECT by primary key = `Entity::find_by_id(id).one(db)` (as get user);
+//! one row's UPDATE       = `Entity::update_many().set(ActiveModel { username,
+//!                          updated_at }).filter(pk = id).exec(db)`, one per row
+//!                          -> one `UPDATE users SET username, updated_at WHERE user_id`
+//! fortunes               = `fortune::Entity::find().all(db)` -> one SELECT
+//!
 //! SeaORM runs each statement in autocommit on a connection taken from the pool: no
 //! BEGIN/COMMIT, no ping. Its statements are prepared once per connection and cached
 //! by sqlx, exactly like the raw variant's.
 
+use sea_orm::prelude::DateTimeUtc;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr,
@@ -21,6 +29,7 @@ use sqlx::ConnectOptions;
 use webbench_common::config::{Config, DbKind};
 use webbench_common::contract::UserStore;
 use webbench_common::db::{my_connect_options, open_pool, pg_connect_options, User};
+use webbench_common::suite::{Fortune, SuiteStore};
 
 use crate::APPLICATION_NAME;
 
@@ -40,6 +49,24 @@ pub mod user {
         pub created_at: DateTimeUtc,
         pub updated_at: DateTimeUtc,
         pub is_archived: bool,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// The suite's `fortune` table as a SeaORM entity.
+pub mod fortune {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "fortune")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: i32,
+        pub message: String,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -147,5 +174,43 @@ impl UserStore for OrmDb {
         if let Err(e) = self.conn.close_by_ref().await {
             eprintln!("database error on close: {e}");
         }
+    }
+}
+
+impl SuiteStore for OrmDb {
+    /// One `UPDATE users SET username = ?, updated_at = ? WHERE user_id = ?`, the
+    /// values bound. Not `ActiveModel::update`: SeaORM's single-model update returns
+    /// the updated model, which on MySQL (no RETURNING) is a SELECT after every
+    /// UPDATE; `update_many` with the same ActiveModel and a primary-key filter is
+    /// SeaORM's plain UPDATE on both engines.
+    async fn update_row(
+        &self,
+        id: i32,
+        username: &str,
+        updated_at: DateTimeUtc,
+    ) -> Result<(), DbErr> {
+        let fields = user::ActiveModel {
+            username: Set(username.to_owned()),
+            updated_at: Set(updated_at),
+            ..Default::default()
+        };
+        user::Entity::update_many()
+            .set(fields)
+            .filter(user::Column::UserId.eq(id))
+            .exec(&self.conn)
+            .await?;
+        Ok(())
+    }
+
+    /// One `SELECT id, message FROM fortune`.
+    async fn fortunes(&self) -> Result<Vec<Fortune>, DbErr> {
+        let rows = fortune::Entity::find().all(&self.conn).await?;
+        Ok(rows
+            .into_iter()
+            .map(|m| Fortune {
+                id: m.id,
+                message: m.message,
+            })
+            .collect())
     }
 }

@@ -20,6 +20,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use webbench_common::contract::{self, AppState, Failure, Status, MAX_BODY};
 use webbench_common::db::Db;
+use webbench_common::suite;
 
 /// Shared by all worker threads (one `Arc`, cloned into every request's `State`).
 pub type AppStateRef = State<Arc<AppState<Db>>>;
@@ -31,6 +32,7 @@ type IdParam = Result<RawPathParams, RawPathParamsRejection>;
 const TOKEN_HEADER: HeaderName = HeaderName::from_static(contract::TOKEN_HEADER);
 const JSON: HeaderValue = HeaderValue::from_static(contract::CONTENT_TYPE_JSON);
 const TEXT: HeaderValue = HeaderValue::from_static(contract::CONTENT_TYPE_TEXT);
+const HTML: HeaderValue = HeaderValue::from_static(suite::CONTENT_TYPE_HTML);
 
 fn typed_response(status: StatusCode, content_type: HeaderValue, body: Body) -> Response {
     let mut res = Response::new(body);
@@ -125,6 +127,50 @@ pub async fn to_json(State(state): AppStateRef, req: Request) -> Response {
         token(req.headers()),
         req.uri().query().unwrap_or(""),
     ))
+}
+
+/// `GET /queries/?n=N` (webbench_common::suite, as are the three below).
+pub async fn queries(State(state): AppStateRef, req: Request) -> Response {
+    json(
+        suite::queries(
+            &state,
+            token(req.headers()),
+            req.uri().query().unwrap_or(""),
+        )
+        .await,
+    )
+}
+
+/// `GET /updates/?n=N`.
+pub async fn updates(State(state): AppStateRef, req: Request) -> Response {
+    json(
+        suite::updates(
+            &state,
+            token(req.headers()),
+            req.uri().query().unwrap_or(""),
+        )
+        .await,
+    )
+}
+
+/// `GET /fortunes/`: the askama page as `text/html; charset=utf-8`.
+pub async fn fortunes(State(state): AppStateRef, req: Request) -> Response {
+    match suite::fortunes(&state, token(req.headers())).await {
+        Ok(page) => typed_response(StatusCode::OK, HTML, page.into()),
+        Err(f) => failure(f),
+    }
+}
+
+/// `GET /cached/?n=N`.
+pub async fn cached(State(state): AppStateRef, req: Request) -> Response {
+    json(
+        suite::cached(
+            &state,
+            token(req.headers()),
+            req.uri().query().unwrap_or(""),
+        )
+        .await,
+    )
 }
 
 /// Any path that is not one of the contract's routes.

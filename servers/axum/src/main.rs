@@ -115,6 +115,23 @@ async fn run(cfg: Config) -> ExitCode {
             "/to_json/",
             get(handlers::to_json).fallback(handlers::method_not_allowed),
         )
+        // The database suite (CONTRACT.md section 6).
+        .route(
+            "/queries/",
+            get(handlers::queries).fallback(handlers::method_not_allowed),
+        )
+        .route(
+            "/updates/",
+            get(handlers::updates).fallback(handlers::method_not_allowed),
+        )
+        .route(
+            "/fortunes/",
+            get(handlers::fortunes).fallback(handlers::method_not_allowed),
+        )
+        .route(
+            "/cached/",
+            get(handlers::cached).fallback(handlers::method_not_allowed),
+        )
         .fallback(handlers::not_found)
         .with_state(state.clone());
 
