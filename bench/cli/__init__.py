@@ -16,6 +16,7 @@ from pathlib import Path
 from bench import session
 from bench.cli import ab, arguments, compare, report
 from bench.core import manifest
+from bench.core.suite import SUITE_TESTS
 from bench.core.settings import TESTS, SelectionError, Settings, validate
 from bench.infra import databases
 from bench.load import wrk
@@ -93,14 +94,16 @@ def cmd_list(specs: dict) -> int:
     from tabulate import tabulate
     unavailable = toolchains.unavailable(specs)
     rows = [[s.id, s.language, ", ".join(s.databases),
-             ", ".join("orm" if o else "raw" for o in s.orm), s.concurrency,
+             ", ".join("orm" if o else "raw" for o in s.orm),
+             "yes" if s.suite else "no" if s.databases else "", s.concurrency,
              f"no: {unavailable[s.id]}" if s.id in unavailable else "yes", s.description]
             for s in specs.values()]
-    print(tabulate(rows, ["server", "language", "databases", "variants", "concurrency",
-                          "available", "description"], tablefmt="simple",
-                   maxcolwidths=[None, None, None, None, None, 60, 60]))
+    print(tabulate(rows, ["server", "language", "databases", "variants", "suite",
+                          "concurrency", "available", "description"], tablefmt="simple",
+                   maxcolwidths=[None, None, None, None, None, None, 60, 60]))
     print(f"\ntests: {', '.join(TESTS)} (plain and to json run once per server, "
-          f"without a database)")
+          f"without a database); the database suite (--tests all, --preset suite): "
+          f"{', '.join(SUITE_TESTS)}, on the servers whose suite column says yes")
     return 0
 
 

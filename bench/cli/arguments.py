@@ -7,8 +7,9 @@ import os
 from dataclasses import fields, replace
 from pathlib import Path
 
-from bench.core.settings import ORM_CHOICES, PRESETS, TESTS, SelectionError, Settings, \
+from bench.core.settings import ALL_TESTS, ORM_CHOICES, PRESETS, SelectionError, Settings, \
     normalise_test
+from bench.core.suite import DEFAULT_N
 from bench.paths import SERVERS_DIR
 
 
@@ -31,8 +32,14 @@ def add_selection(p: argparse.ArgumentParser) -> None:
                    metavar="postgres,mysql", help="databases (default: %(default)s)")
     g.add_argument("--orm", choices=ORM_CHOICES, default=d.orm,
                    help="raw driver, ORM, or both variants (default: %(default)s)")
-    g.add_argument("--tests", type=csv_list, default=list(TESTS), metavar="T,T",
-                   help="tests: get_user, update_user, plain, to_json (default: all)")
+    g.add_argument("--tests", type=csv_list, default=None, metavar="T,T",
+                   help="tests: get_user, update_user, plain, to_json (the default four), "
+                        "and the database suite's queries, updates, fortunes, cached; `all` "
+                        "is all eight (the suite preset's choice)")
+    g.add_argument("--n", dest="n_levels", type=int_list, default=None, metavar="N[,N...]",
+                   help="rows per request of queries, updates and cached, 1 to 500; several "
+                        "(e.g. 1,20) measure each level as a case of its own (default: "
+                        + ", ".join(f"{t} {n}" for t, n in DEFAULT_N.items()) + ")")
     g.add_argument("--servers-dir", action="append", type=Path, default=[],
                    help="an extra folder of server folders (e.g. test fixtures)")
 
@@ -177,6 +184,12 @@ def int_list(value: str) -> list[int]:
                                          f"list of numbers") from None
 
 
+def expand_tests(names: list[str]) -> list[str]:
+    """Test names as given (get_user, update-user, ...), with `all` for all eight."""
+    tests = [normalise_test(t) for t in names]
+    return list(ALL_TESTS) if tests == ["all"] else tests
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     """The preset (for a command with load flags), then every flag given on top of it."""
     base = Settings()
@@ -191,8 +204,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         given.update(connections=levels[0], connection_levels=levels if len(levels) > 1 else None)
     if not isinstance(given.get("orm", base.orm), str):   # `serve --orm` is a flag, not a selection
         given["orm"] = "orm" if given["orm"] else "raw"
-    if hasattr(args, "tests"):
-        given["tests"] = [normalise_test(t) for t in args.tests]
+    if getattr(args, "tests", None):
+        given["tests"] = expand_tests(args.tests)
     if getattr(args, "error_threshold", None) is not None:
         given["error_threshold"] = args.error_threshold / 100
     if getattr(args, "unstable_cv", None) is not None:

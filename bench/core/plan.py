@@ -11,6 +11,7 @@ import dataclasses
 import random
 from dataclasses import dataclass, field
 
+from bench.core import suite
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
 from bench.core.settings import DB_TESTS, NO_DB_TESTS, NO_PROXY, SelectionError, Settings, \
     validate
@@ -68,16 +69,25 @@ class Case:
     variant: Variant
     test: str
     load: LoadParams = field(default_factory=lambda: LoadParams(64))
+    # rows per request of the database suite's queries / updates / cached; None otherwise
+    n: int | None = None
 
     @property
     def id(self) -> str:
-        return (f"{self.variant.key}/{self.test.replace(' ', '_')}"
+        level = "" if self.n is None else f"_n{self.n}"
+        return (f"{self.variant.key}/{self.test.replace(' ', '_')}{level}"
                 f"@c{self.load.connections}{self.load.suffix}")
+
+    @property
+    def title(self) -> str:
+        """The test as tables name it: "queries n=20", "get user"."""
+        return suite.title(self.test, self.n)
 
     def key(self) -> dict:
         v = self.variant
+        level = {} if self.n is None else {"n": self.n}   # older keys stay as they were
         return {"server": v.server.label, "database": v.database, "orm": v.orm,
-                "test": self.test, **self.load.as_dict()}
+                "test": self.test, **level, **self.load.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -120,6 +130,7 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
     selected = settings.servers or sorted(s for s in specs
                                           if not specs[s].reference and s not in unavailable)
     frameworks = [s for s in selected if not specs[s].reference]
+    check_suite(settings, specs, frameworks)
     references = [s for s in selected if specs[s].reference]
     if settings.ceiling and frameworks:
         references += [s for s in sorted(specs) if specs[s].reference and s not in references
@@ -129,8 +140,9 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
         spec = specs[server_id]
         for database, orm in spec.variants():
             if database in settings.databases and _orm_wanted(orm, settings.orm):
-                cases += [Case(Variant(spec, database, orm), t, p)
-                          for t in DB_TESTS if t in settings.tests for p in points]
+                cases += [Case(Variant(spec, database, orm), t, p, n)
+                          for t in DB_TESTS if t in settings.tests and wants(spec, t)
+                          for n in settings.n_for(t) for p in points]
         cases += [Case(Variant(spec, "none", False), t, p)
                   for t in NO_DB_TESTS if t in settings.tests for p in points]
     # the ceiling is a throughput: closed-loop points only
@@ -141,6 +153,22 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
                   for t in NO_DB_TESTS if t in settings.tests for p in direct]
     check_budgets(settings, cases)
     return cases
+
+
+def wants(spec: ServerSpec, test: str) -> bool:
+    """A server without a [suite] declaration has none of the suite's endpoints."""
+    return test not in suite.SUITE_TESTS or spec.suite is not None
+
+
+def check_suite(settings: Settings, specs: dict[str, ServerSpec], frameworks: list[str]) -> None:
+    """Naming a server for a suite test it does not implement is bad input; a run of all
+    servers leaves such a server out of those tests only."""
+    asked = [t for t in settings.tests if t in suite.SUITE_TESTS]
+    lacking = [s for s in settings.servers if s in frameworks and specs[s].databases
+               and specs[s].suite is None]
+    if asked and lacking:
+        raise SelectionError(f"{', '.join(lacking)} implement(s) no database suite (no [suite] "
+                             f"in the manifest), so cannot run --tests {', '.join(asked)}")
 
 
 def check_available(named: list[str], unavailable: dict[str, str]) -> None:

@@ -10,11 +10,14 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from bench.core import suite
 from bench.core.manifest import KNOWN_DATABASES
 from bench.paths import REPO
 
-TESTS = ("get user", "update user", "plain", "to json")
-DB_TESTS = ("get user", "update user")        # measured per database and ORM variant
+TESTS = ("get user", "update user", "plain", "to json")      # the default four
+ALL_TESTS = TESTS + suite.SUITE_TESTS                        # `--tests all`, the suite preset
+# measured per database and ORM variant
+DB_TESTS = ("get user", "update user", *suite.SUITE_TESTS)
 NO_DB_TESTS = ("plain", "to json")            # measured once per server, with no database
 ORM_CHOICES = ("both", "raw", "orm")
 # keep-alive: one TCP connection per client connection for the whole window (wrk's
@@ -36,6 +39,7 @@ class Preset:
     connections: int
     purpose: str
     burst: float = 0.0
+    tests: tuple[str, ...] | None = None     # None: the tests asked for (default: the four)
 
 
 # Short samples repeated beat one long sample: the spread between samples is what tells
@@ -46,6 +50,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("nightly", 5.0, 2.0, 5, 64, "regression detection: 5 samples per case, enough "
                                        "for a rank test between two nights"),
     Preset("thorough", 15.0, 5.0, 10, 64, "figures for publication: 10 long samples"),
+    # the default load on all eight tests: the four and the database suite (queries,
+    # updates, fortunes, cached), each at its default n
+    Preset("suite", 5.0, 2.0, 3, 64, "the default load on all eight tests, the database "
+                                     "suite included", tests=ALL_TESTS),
     # `ab`'s: baseline and candidate in one sitting, 5 rounds of ABBA/BAAB blocks (10
     # samples per version); short samples, because blocks, not long windows, beat drift
     Preset("ab", 3.0, 1.0, 10, 64, "A/B of two versions in one sitting (the ab command): "
@@ -88,7 +96,7 @@ def default_threads(connections: int, cpus: int | None = None) -> int:
 # the fields that hold several values: tuples, so that a Settings cannot change after
 # parsing (a caller may still give lists; they are frozen on construction)
 SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
-                   "behind", "rates", "servers_dirs")
+                   "behind", "rates", "servers_dirs", "n_levels")
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,9 @@ class Settings:
     # just `connections`, which a preset sets)
     connection_levels: tuple[int, ...] | None = None
     connection_modes: tuple[str, ...] = ("keep-alive",)
+    # the database suite's n (rows per request of queries / updates / cached): each level
+    # a case of its own; None = each test's default (bench.core.suite.DEFAULT_N)
+    n_levels: tuple[int, ...] | None = None
     # "none" = clients talk to the server directly; a proxy name (proxies/<name>/) puts
     # that reverse proxy in front of every server; several = each a case of its own
     behind: tuple[str, ...] = (NO_PROXY,)
@@ -174,8 +185,15 @@ class Settings:
         if name not in PRESETS:
             raise SelectionError(f"unknown --preset {name!r}; valid: {', '.join(PRESETS)}")
         preset = PRESETS[name]
-        return replace(self, preset=name,
+        tests = {"tests": preset.tests} if preset.tests else {}
+        return replace(self, preset=name, **tests,
                        **{key: getattr(preset, key) for key in PRESET_FIELDS})
+
+    def n_for(self, test: str) -> tuple[int | None, ...]:
+        """The n levels a test is measured at: (None,) for a test without n."""
+        if test not in suite.N_TESTS:
+            return (None,)
+        return tuple(self.n_levels or (suite.DEFAULT_N[test],))
 
     @property
     def wrk_threads(self) -> int:
@@ -296,7 +314,8 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
         raise SelectionError(f"--knee-p99 must be positive (ms), got {s.knee_p99_ms:g}")
     validate_cpus(s)
     check_names("database", s.databases, list(KNOWN_DATABASES))
-    check_names("test", s.tests, list(TESTS))
+    check_names("test", s.tests, list(ALL_TESTS))
+    validate_n(s)
     if s.orm not in ORM_CHOICES:
         raise SelectionError(f"unknown --orm {s.orm!r}; valid: {', '.join(ORM_CHOICES)}")
     for flag, value in (("duration", s.duration), ("connections", s.connections),
@@ -325,6 +344,21 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
             raise SelectionError(f"--{flag} must be a TCP port (1-65535), got {port}")
     if not s.token or any(c.isspace() for c in s.token):
         raise SelectionError("--token must be a non-empty string without whitespace")
+
+
+def validate_n(s: Settings) -> None:
+    if s.n_levels is None:
+        return
+    if len(set(s.n_levels)) != len(s.n_levels):
+        raise SelectionError(f"--n lists a value twice: {','.join(map(str, s.n_levels))}")
+    wrong = [n for n in s.n_levels if not suite.N_MIN <= n <= suite.N_MAX]
+    if wrong:
+        raise SelectionError(f"--n {','.join(map(str, wrong))}: n is {suite.N_MIN} to "
+                             f"{suite.N_MAX} (the contract clamps anything else, so another "
+                             f"value would measure a level that is not the one stored)")
+    if not set(s.tests) & set(suite.N_TESTS):
+        raise SelectionError(f"--n applies to {', '.join(suite.N_TESTS)}; none of them is "
+                             f"among --tests {','.join(s.tests)}")
 
 
 def check_threads(threads: int, connections: int) -> None:

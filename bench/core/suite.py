@@ -115,3 +115,8 @@ def clamp(n: int) -> int:
 
 def path_for(test: str, n: int | None) -> str:
     return PATHS[test] + (f"?n={n}" if n is not None else "")
+
+
+def title(test: str, n: int | None) -> str:
+    """A test as the tables name it, with its level: "queries n=20"."""
+    return test if n is None else f"{test} n={n}"
