@@ -166,7 +166,9 @@ class OrmRepository:
                 user.username = random_username()
                 user.updated_at = written_at
                 await session.flush()
-            await session.commit()      # nothing left to send in AUTOCOMMIT
+            # No session.commit(): in AUTOCOMMIT each UPDATE is committed as it runs,
+            # and aiomysql would still send a COMMIT for it (a statement the contract
+            # does not allow); closing the session sends nothing (see open()).
             return [_as_dict(u) for u in users]
 
     async def fortune_rows(self) -> list[tuple[int, str]]:
