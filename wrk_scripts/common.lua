@@ -7,7 +7,7 @@
 -- response() is deliberately NOT defined: defining it makes wrk hand every
 -- response to Lua, which costs client CPU that the server would otherwise get.
 --
--- Script arguments (after `--` on the wrk command line):  <token> <seed> [pool]
+-- Script arguments (after `--` on the wrk command line):  <token> <seed> [pool] [n=N]
 --   token  value of the `token` header carried by every request
 --   seed   run seed; wrk thread i (1-based) seeds its RNG with seed * 1000 + i
 --   pool   optional: number of pre-formatted requests per thread, cycled; 0 = build
@@ -152,6 +152,10 @@ function M.install(build, content_type, default_pool)
          error("usage: wrk ... -s <script> <url> -- <token> <seed> [pool]")
       end
       pool_size = tonumber(args[3]) or default_pool or DEFAULT_POOL
+      for i = 3, #args do
+         local n = args[i]:match("^n=(%d+)$")
+         if n then M.n = tonumber(n) end
+      end
       local idx = tonumber(index) or 1
       math.randomseed(seed * 1000 + idx)
 

@@ -18,6 +18,7 @@ import numpy as np
 from scipy import stats as scistats
 
 from bench.analysis import comparability, noise, statistics
+from bench.core import suite
 from bench.analysis.comparability import machine_id  # noqa: F401 - the CLI's name for it
 from bench.analysis.figures import (DEFAULT_ERROR_THRESHOLD, DEFAULT_P99_THRESHOLD,  # noqa: F401
                                     DEFAULT_THRESHOLD, DEFAULTS, ERROR_RATE, FIGURES, P99,
@@ -76,6 +77,12 @@ class CaseComparison:
     samples: tuple[int, int] = (0, 0)
     weak: bool = False               # the verdict rests on weak figures only
     figures: list[FigureChange] = field(default_factory=list)
+    n: int | None = None             # the suite's rows per request (part of the case id)
+
+    @property
+    def title(self) -> str:
+        """The test as the tables name it: "queries n=20", "get user"."""
+        return suite.title(self.test, self.n)
 
     @property
     def moved(self) -> list[str]:
@@ -124,6 +131,8 @@ class Comparison:
         d["counts"] = self.counts()
         for row, case in zip(d["cases"], self.cases):
             row["moved"] = case.moved
+            if case.n is None:          # older results' JSON stays as it was
+                del row["n"]
         return d
 
 
@@ -234,7 +243,7 @@ def compare_case(base_case: dict | None, cand_case: dict | None, *,
     """One case. `thresholds`: figure -> (threshold, where it came from)."""
     ref = cand_case or base_case
     row = CaseComparison(ref["id"], ref["server"], ref["database"], ref["orm"], ref["test"],
-                         NOT_COMPARABLE)
+                         NOT_COMPARABLE, n=(ref.get("key") or {}).get("n"))
     if base_case is None:
         row.reason = "new in the candidate"
         return row

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.analysis import comparability, statistics
+from bench.core import suite
 
 MAX_PVALUE = 0.001
 MIN_MAGNITUDE = 0.02
@@ -56,6 +57,12 @@ class Series:
     change_points: list[ChangePoint] = field(default_factory=list)
     # how this series' key differs from the case's series before it (empty: the first)
     differences: list[str] = field(default_factory=list)
+    n: int | None = None        # the suite's rows per request (part of the case id)
+
+    @property
+    def title(self) -> str:
+        """The test as the tables name it: "queries n=20", "get user"."""
+        return suite.title(self.test, self.n)
 
 
 @dataclass
@@ -97,7 +104,8 @@ def build(docs: list[dict], *, server: str | None = None, test: str | None = Non
             s = series.get((case["id"], kid))
             if s is None:
                 s = series[case["id"], kid] = Series(case["id"], case["server"], case["database"],
-                                                     case["orm"], case["test"], kid)
+                                                     case["orm"], case["test"], kid,
+                                                     n=(case.get("key") or {}).get("n"))
                 keys[case["id"], kid] = key
             s.points.append(Point(doc["run_id"], doc["started_at"],
                                   git.get("commit") or doc["environment"].get("git_commit"),

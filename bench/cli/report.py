@@ -67,7 +67,7 @@ def show_history(args: argparse.Namespace) -> int:
         last = s.points[-1]
         steps = "; ".join(f"{cp.change:+.1%} at {cp.run_id} (p {cp.p_value:.1g})"
                           for cp in s.change_points) or "none"
-        rows.append([s.test, f"{s.server} {s.database} {'orm' if s.orm else 'raw'}", s.key_id,
+        rows.append([s.title, f"{s.server} {s.database} {'orm' if s.orm else 'raw'}", s.key_id,
                      f"{s.points[0].run_id} … {last.run_id}", len(s.points),
                      f"{last.median:,.0f}", steps])
         if args.charts:

@@ -40,6 +40,7 @@ class LoadRequest:
     token: str
     connection_close: bool = False
     rate: float | None = None
+    n: int | None = None           # the database suite's rows per request (queries, ...)
 
     @property
     def open_model(self) -> bool:

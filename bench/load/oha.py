@@ -43,6 +43,7 @@ import psutil
 
 from bench.infra.host import LOCAL, Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
+from bench.core import suite
 from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS
 
 OHA_VERSION = "1.16.0"
@@ -91,6 +92,7 @@ class OhaSettings:
     connection_close: bool = False
     # oha's tokio worker threads; None = oha's default (the physical cores)
     worker_threads: int | None = None
+    n: int | None = None        # the database suite's rows per request
 
     def __post_init__(self) -> None:
         if isinstance(self.connections, bool) or self.connections < 1:
@@ -158,7 +160,7 @@ def _literal(text: str) -> str:
     return "".join("\\" + c if c in _REGEX_META else c for c in text)
 
 
-def url_regex(test: str, base_url: str) -> str:
+def url_regex(test: str, base_url: str, n: int | None = None) -> str:
     """The --rand-regex-url pattern of one contract test: the request paths of the wrk
     scripts in wrk_scripts/ (same endpoints, same random parts)."""
     if test not in TEST_SCRIPTS:
@@ -166,6 +168,8 @@ def url_regex(test: str, base_url: str) -> str:
     if not base_url.startswith(("http://", "https://")):
         raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
     base = _literal(base_url.rstrip("/"))
+    if test in suite.SUITE_TESTS:           # the server draws the ids: one fixed path
+        return base + _literal(suite.path_for(test, n))
     if test in ("get user", "update user"):
         return f"{base}/user/{id_regex()}"
     endpoint = "plain" if test == "plain" else "to_json"
@@ -207,7 +211,7 @@ def oha_command(test: str, base_url: str, settings: OhaSettings,
     duration = settings.duration_s if duration_s is None else duration_s
     if not duration > 0:
         raise ValueError(f"duration_s must be > 0, got {duration}")
-    regex = url_regex(test, base_url)
+    regex = url_regex(test, base_url, settings.n)
     argv = [
         "oha",
         "--no-tui", "--output-format", "json",
@@ -474,7 +478,7 @@ class Oha:
                            duration_s=request.duration_s, timeout_s=request.timeout_s,
                            seed=request.seed, token=request.token,
                            connection_close=request.connection_close,
-                           worker_threads=request.threads)
+                           worker_threads=request.threads, n=request.n)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

@@ -37,6 +37,11 @@ TEST_SCRIPTS: dict[str, str] = {
     "update user": "update_user.lua",
     "plain": "plain.lua",
     "to json": "to_json.lua",
+    # the database suite's: the server draws the ids, so every request is the same
+    "queries": "queries.lua",
+    "updates": "updates.lua",
+    "fortunes": "fortunes.lua",
+    "cached": "cached.lua",
 }
 
 JSON_MARKER = "WRK_JSON "
@@ -60,6 +65,7 @@ class LoadSettings:
     # `Connection: close` on every request: wrk then opens a new TCP connection for each
     # (it reconnects whenever a response does not allow keep-alive)
     connection_close: bool = False
+    n: int | None = None      # the database suite's rows per request, for its scripts
 
     def __post_init__(self) -> None:
         if self.threads < 1:
@@ -110,7 +116,8 @@ def _whole_seconds(value: float) -> int:
 
 def wrk_command(test: str, base_url: str, settings: LoadSettings,
                 duration_s: float | None = None) -> list[str]:
-    """argv for one wrk run: wrk -t -c -d --timeout --latency -s <script> <url> -- <token> <seed>.
+    """argv for one wrk run: wrk -t -c -d --timeout --latency -s <script> <url> -- <token>
+    <seed> [n=N].
 
     `duration_s` defaults to settings.duration_s (pass e.g. a warm-up duration);
     durations and the timeout are rounded up to whole seconds, as wrk requires.
@@ -131,6 +138,7 @@ def wrk_command(test: str, base_url: str, settings: LoadSettings,
         "-s", str(script_for(test)),
         base_url.rstrip("/"),
         "--", settings.token, str(int(settings.seed)),
+        *([] if settings.n is None else [f"n={int(settings.n)}"]),
     ]
 
 
@@ -291,7 +299,7 @@ class Wrk:
         return LoadSettings(threads=request.threads, connections=request.connections,
                             duration_s=request.duration_s, timeout_s=request.timeout_s,
                             seed=request.seed, token=request.token,
-                            connection_close=request.connection_close)
+                            connection_close=request.connection_close, n=request.n)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

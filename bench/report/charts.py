@@ -12,7 +12,8 @@ matplotlib.use("Agg")        # files only: no display, also on a CI runner
 import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.analysis.history import Series  # noqa: E402
-from bench.report.tables import RateTable, Row, Table, header_sentence  # noqa: E402
+from bench.report.levels import LevelSeries, level_series  # noqa: E402
+from bench.report.tables import RateTable, Row, Table, header_sentence, slug  # noqa: E402
 
 LATENCY_POINTS = (("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99), ("p99_9", 99.9))
 DPI = 110
@@ -27,10 +28,6 @@ def _label(row: Row) -> str:
 def _caption(fig, text: str) -> None:
     fig.text(0.01, 0.01, "\n".join(textwrap.wrap(text, 150)), fontsize=7, color="#444",
              va="bottom", ha="left")
-
-
-def slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
 
 
 def throughput_chart(table: Table, doc: dict, path: Path) -> Path | None:
@@ -126,11 +123,39 @@ def rate_chart(table: RateTable, doc: dict, path: Path) -> Path | None:
     return path
 
 
+def level_chart(series: LevelSeries, doc: dict, path: Path) -> Path:
+    """Median req/s against n (log scale), a line per server variant, the 95 % interval of
+    each median as error bars."""
+    fig, ax = plt.subplots(figsize=(9, 5.4))
+    for name, rows in series.curves.items():
+        medians = [r.rps.median for r in rows]
+        low = [m - (r.rps.ci_low if r.rps.ci_low is not None else m)
+               for m, r in zip(medians, rows)]
+        high = [(r.rps.ci_high if r.rps.ci_high is not None else m) - m
+                for m, r in zip(medians, rows)]
+        ax.errorbar([r.n for r in rows], medians, yerr=[low, high], marker="o", markersize=3,
+                    linewidth=1.2, capsize=3, label=name)
+    ax.set_xscale("log")
+    ax.set_xticks(series.levels, [str(n) for n in series.levels])
+    ax.minorticks_off()
+    ax.set_xlabel("n: rows per request (log scale)")
+    ax.set_ylabel("req/s (median; bars: 95 % CI of the median)")
+    ax.set_title(series.title, fontsize=11)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right", ncol=2)
+    fig.subplots_adjust(bottom=0.2, top=0.92)
+    _caption(fig, header_sentence(doc) + " Only ok measurements make points.")
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
 def run_charts(tables: list[Table], doc: dict, folder: Path,
                rates: list[RateTable] = ()) -> list[Path]:
     """Every chart of a run, written into `folder` (created)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = [p for t in rates if (p := rate_chart(t, doc, folder / f"{slug(t.title)}-rate.png"))]
+    out += [level_chart(s, doc, folder / s.chart_name) for s in level_series(tables)]
     for table in tables:
         name = slug(table.title)
         for draw, kind in ((throughput_chart, "throughput"), (latency_chart, "latency")):
@@ -159,7 +184,7 @@ def history_chart(series: Series, path: Path, machine: str) -> Path:
                   fontsize=7, ha="right")
     ax.set_ylabel("requests per second")
     variant = f"{series.server} {series.database} {'orm' if series.orm else 'raw'}"
-    ax.set_title(f"{series.test}, {variant}: throughput over time", fontsize=11)
+    ax.set_title(f"{series.title}, {variant}: throughput over time", fontsize=11)
     ax.legend(fontsize=7, loc="lower left")
     fig.subplots_adjust(bottom=0.3, top=0.9)
     _caption(fig, f"Machine {machine}; comparability key {series.key_id}; {len(xs)} runs; "

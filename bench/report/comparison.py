@@ -58,7 +58,7 @@ def _row(c: CaseComparison, cmp: Comparison) -> list[str]:
     rps = "-" if c.baseline_rps is None else f"{c.baseline_rps:,.0f} → {c.candidate_rps:,.0f}"
     verdict = MARKS[c.verdict] + (" (weak)" if c.weak else "")
     p = "-" if c.p_value is None else f"{c.p_value:.3f}"
-    return [c.test, variant, rps, _ratio(c.rps_ratio, c.rps_ratio_ci),
+    return [c.title, variant, rps, _ratio(c.rps_ratio, c.rps_ratio_ci),
             _ratio(c.p99_ratio, c.p99_ratio_ci), _error_rates(c), p, _thresholds(c, cmp),
             verdict, _why(c)]
 

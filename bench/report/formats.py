@@ -12,6 +12,7 @@ import json
 
 from tabulate import tabulate
 
+from bench.report import levels
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
     header_sentence
 
@@ -22,6 +23,16 @@ RATE_COLUMNS = ["test_name", "webserver_name", "database", "orm", "rate asked",
                 "latency_p99.9", "status"]
 
 TIE_MARK = "≈"
+LEVEL_COLUMN = "n"     # the suite's rows per request, in csv/json only when a run has levels
+
+
+def has_levels(tables: list, rates: list = ()) -> bool:
+    """Whether any table holds suite cases with an n: older runs render as they did."""
+    return any(t.n is not None for t in [*tables, *rates])
+
+
+def _level(n: int | None) -> str:
+    return "" if n is None else str(n)
 
 
 def _fmt(value, spec: str, suffix: str = "") -> str:
@@ -151,16 +162,36 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
                     f"ranking.", ""]
         if table.notes:
             out += ["Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(table.notes, 1)] + [""]
+    out += levels_markdown(tables, doc)
     for table in rates:
         out += rate_markdown(table)
     return "\n".join(out)
+
+
+def levels_markdown(tables: list[Table], doc: dict) -> list[str]:
+    """The suite's views across n: req/s against n (with the chart report.html draws) and
+    the cache's speed-up over queries; nothing for a run without them."""
+    out = []
+    for series in levels.level_series(tables):
+        heads, rows = levels.level_cells(series)
+        out += [f"## {series.title}", "", tabulate(rows, heads, tablefmt="pipe",
+                                                   disable_numparse=True), "",
+                f"Median req/s [95 % interval of the median] per n. Chart: "
+                f"charts/{series.chart_name} (written with report.html).", ""]
+    speedup = levels.speedup_table(doc)
+    if speedup:
+        out += ["## cache speed-up", "", tabulate(speedup[1], speedup[0], tablefmt="pipe",
+                                                  disable_numparse=True), "",
+                levels.SPEEDUP_EXPLAINED, ""]
+    return out
 
 
 def _number(value) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
-def csv_rows(tables: list[Table], extra: list[str] = ()) -> list[list[str]]:
+def csv_rows(tables: list[Table], extra: list[str] = (),
+             with_level: bool = False) -> list[list[str]]:
     rows = []
     for table in tables:
         for r in table.rows:
@@ -174,6 +205,7 @@ def csv_rows(tables: list[Table], extra: list[str] = ()) -> list[list[str]]:
                          str(r.client_bound), str(table.load["connections"]),
                          table.load["connection_mode"], table.load.get("proxy", "none"),
                          str(r.reference), _number(r.of_ceiling),
+                         *([_level(r.n)] if with_level else []),
                          *[_csv_value(EXTRA_COLUMNS[c][2](r)) if ok else "" for c in extra]])
     return rows
 
@@ -190,43 +222,63 @@ def to_csv(tables: list[Table], doc: dict | None = None, extra: list[str] = (),
     columns) when there are any."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CONTRACT_COLUMNS + STATS_COLUMNS + [EXTRA_COLUMNS[c][0] for c in extra])
-    writer.writerows(csv_rows(tables, extra))
+    leveled = has_levels(tables, rates)
+    level_column = [LEVEL_COLUMN] if leveled else []
+    writer.writerow(CONTRACT_COLUMNS + STATS_COLUMNS + level_column
+                    + [EXTRA_COLUMNS[c][0] for c in extra])
+    writer.writerows(csv_rows(tables, extra, leveled))
     if rates:
         writer.writerow([])
         writer.writerow(["test_name", "webserver_name", "database", "orm", "connections",
                          "connection_mode", "proxy", "rate", "rate_asked", "req_sec_achieved",
                          "not_sent", *[f"latency_{p}" for p in RATE_PERCENTILES], "status",
-                         "reason", "knee"])
+                         "reason", "knee", *level_column])
         for t in rates:
             writer.writerows([[r.test, r.server, r.database, r.orm, str(t.load["connections"]),
                                t.load["connection_mode"], t.load["proxy"], r.rate,
                                _number(r.asked), _number(r.achieved),
                                "" if r.not_sent is None else str(r.not_sent),
                                *[_number(r.latency_ms.get(p)) for p in RATE_PERCENTILES],
-                               r.status, r.reason or "", str(r.knee)] for r in t.rows])
+                               r.status, r.reason or "", str(r.knee),
+                               *([_level(r.n)] if leveled else [])] for r in t.rows])
     return buf.getvalue()
+
+
+def _with_level(data: dict, n: int | None, leveled: bool) -> dict:
+    """`n` in a JSON table or row of a run with suite levels (None for the other tests);
+    left out for older runs, whose JSON stays as it was."""
+    if leveled:
+        data[LEVEL_COLUMN] = n
+    else:
+        data.pop(LEVEL_COLUMN, None)
+    return data
 
 
 def to_json(tables: list[Table], doc: dict, extra: list[str] = (),
             rates: list[RateTable] = ()) -> str:
-    return json.dumps({
+    leveled = has_levels(tables, rates)
+    data = {
         "run_id": doc["run_id"], "status": doc["status"], "header": header_sentence(doc),
-        "tables": [{
+        "tables": [_with_level({
             "test": t.test, "title": t.title, "load": t.load, "notes": t.notes,
-            "rows": [{"test": r.test, "server": r.server, "database": r.database, "orm": r.orm,
+            "rows": [_with_level({"test": r.test, "server": r.server, "database": r.database,
+                                  "orm": r.orm,
                       "status": r.status, "reason": r.reason,
                       "requests_per_sec": r.rps.as_dict(), "latency_ms": r.latency_ms,
                       "tie_with_row_above": r.tie, "unstable": r.unstable,
                       "client_bound": r.client_bound, "resources": r.resources,
                       "error_rate": r.error_rate, "relative_to_best": r.relative,
                       "reference": r.reference, "of_ceiling": r.of_ceiling,
-                      "notes": r.notes} for r in t.rows], "ceiling": t.ceiling}
-            for t in tables],
-        "rate_tables": [{"test": t.test, "title": t.title, "load": t.load,
-                         "knee_p99_ms": t.bound_ms, "knees": t.knees,
-                         "rows": [dataclasses.asdict(r) for r in t.rows]} for t in rates]},
-        indent=2) + "\n"
+                      "notes": r.notes}, r.n, leveled) for r in t.rows],
+            "ceiling": t.ceiling}, t.n, leveled) for t in tables],
+        "rate_tables": [_with_level({"test": t.test, "title": t.title, "load": t.load,
+                                     "knee_p99_ms": t.bound_ms, "knees": t.knees,
+                                     "rows": [_with_level(dataclasses.asdict(r), r.n, leveled)
+                                              for r in t.rows]}, t.n, leveled)
+                        for t in rates]}
+    if leveled:
+        data["cache_speedups"] = [dataclasses.asdict(s) for s in levels.cache_speedups(doc)]
+    return json.dumps(data, indent=2) + "\n"
 
 
 EXPORTERS = {"md": to_markdown, "csv": to_csv, "json": to_json}

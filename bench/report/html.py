@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench.report import charts
+from bench.report import charts, levels
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
 
@@ -75,6 +75,24 @@ def _rates_html(table: RateTable, images: dict) -> list[str]:
     return out
 
 
+def _levels_html(tables: list[Table], doc: dict, images: dict) -> list[str]:
+    """The suite across n: req/s against n with its chart, the cache's speed-up."""
+    out = []
+    for series in levels.level_series(tables):
+        heads, rows = levels.level_cells(series)
+        out += [f'<h2 id="{charts.slug(series.title)}">{html.escape(series.title)}</h2>',
+                tabulate(rows, heads, tablefmt="html", disable_numparse=True),
+                '<p class="caption">Median req/s [95 % interval of the median] per n.</p>']
+        if series.chart_name in images:
+            out.append(_img(images[series.chart_name], series.title))
+    speedup = levels.speedup_table(doc)
+    if speedup:
+        out += ['<h2 id="cache_speed_up">cache speed-up</h2>',
+                tabulate(speedup[1], speedup[0], tablefmt="html", disable_numparse=True),
+                f'<p class="caption">{html.escape(levels.SPEEDUP_EXPLAINED)}</p>']
+    return out
+
+
 def render(doc: dict, tables: list[Table], chart_dir: Path,
            rates: list[RateTable] = ()) -> str:
     images = {p.name: p for p in charts.run_charts(tables, doc, chart_dir, rates)}
@@ -98,6 +116,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
             name = f"{slug}-{kind}.png"
             if name in images:
                 parts.append(_img(images[name], f"{table.title}: {kind}"))
+    parts += _levels_html(tables, doc, images)
     for table in rates:
         parts += _rates_html(table, images)
     parts += ["<h2>Verification</h2>", _verification(doc),

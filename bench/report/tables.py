@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from bench.analysis import statistics
 from bench.analysis.knee import RatePoint, knee
 from bench.analysis.statistics import Spread
-from bench.core.settings import NO_DB_TESTS, TESTS, format_cpu_list
+from bench.core import suite
+from bench.core.settings import ALL_TESTS, NO_DB_TESTS, format_cpu_list
 
 CONTRACT_COLUMNS = ["test_name", "webserver_name", "database", "orm", "req/sec",
                     "latency_p50", "latency_p75", "latency_p90", "latency_p99"]
@@ -39,6 +40,7 @@ class Row:
     notes: list[int] = field(default_factory=list)    # numbers of the table's notes
     reference: bool = False            # a reference server (the ceiling), not a framework
     of_ceiling: float | None = None    # median / the reference server's median
+    n: int | None = None               # the suite's rows per request; None for other tests
 
     @property
     def ranked(self) -> bool:
@@ -54,6 +56,7 @@ class Table:
     notes: list[str] = field(default_factory=list)
     ceiling: str | None = None         # the reference server the rows are a fraction of
     ceiling_client_bound: bool = False  # ...and whether the load generator set its figure
+    n: int | None = None               # the suite level every row was measured at
 
     @property
     def client_bound(self) -> list[str]:
@@ -64,15 +67,31 @@ class Table:
         return sum(1 for r in self.rows if r.tie)
 
 
-def _load_params(case: dict) -> tuple:
+def load_params(case: dict) -> tuple:
     """(connections, connection mode, proxy) of a closed-loop case (older results have no
     proxy: they ran without one)."""
     key = case["key"]
     return key["connections"], key["connection_mode"], key.get("proxy", "none")
 
 
+def level(case: dict) -> int | None:
+    """The database suite's n (rows per request) of a case; None for the other tests and
+    for results from before the suite."""
+    return (case.get("key") or {}).get("n")
+
+
+def _group_key(case: dict) -> tuple:
+    """What makes a table: test, n, then the load parameters."""
+    return case["test"], level(case), *load_params(case)
+
+
 def _is_open_model(case: dict) -> bool:
     return case["key"].get("rate") is not None
+
+
+def slug(text: str) -> str:
+    """A title as a file name: "queries n=20" -> "queries_n_20"."""
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
 
 
 def describe_load(connections: int, mode: str, proxy: str) -> str:
@@ -90,13 +109,14 @@ def _row(case: dict, reference: bool = False) -> Row:
                rps=Spread(**stats["requests_per_sec"]), latency_ms=stats["latency_ms"],
                unstable=stats["unstable"], client_bound=stats["client_bound"],
                resources=stats["resources"], error_rate=stats["error_rate"],
-               reference=reference)
+               reference=reference, n=level(case))
 
 
 def _table_order(item) -> tuple:
-    """The contract's test order, then connections, mode, and direct before a proxy."""
-    (test, connections, mode, proxy), _ = item
-    return TESTS.index(test), connections, mode, proxy != "none", proxy
+    """The tests in ALL_TESTS' order (the contract's four, then the suite), n ascending,
+    then connections, mode, and direct before a proxy."""
+    (test, n, connections, mode, proxy), _ = item
+    return ALL_TESTS.index(test), n or 0, connections, mode, proxy != "none", proxy
 
 
 def is_reference(doc: dict, server: str) -> bool:
@@ -104,32 +124,33 @@ def is_reference(doc: dict, server: str) -> bool:
 
 
 def build_tables(doc: dict) -> list[Table]:
-    """One table per test and set of closed-loop load parameters (connections, connection
-    mode, proxy), in the contract's test order. A reference server's row is the ceiling
-    of its table: every row says what fraction of it it reached, and rows behind a proxy
-    are measured against the direct ceiling at the same connections and mode."""
+    """One table per test, suite level n and set of closed-loop load parameters
+    (connections, connection mode, proxy), in ALL_TESTS' order, n ascending. A reference
+    server's row is the ceiling of its table: every row says what fraction of it it
+    reached, and rows behind a proxy are measured against the direct ceiling at the same
+    connections and mode."""
     doc = statistics.refresh(doc)
     groups: dict[tuple, list[dict]] = {}
     for case in doc["cases"]:
         if case["status"] == "pending" or _is_open_model(case):
             continue
-        groups.setdefault((case["test"], *_load_params(case)), []).append(case)
-    points = {k[1:] for k in groups}
+        groups.setdefault(_group_key(case), []).append(case)
+    points = {k[2:] for k in groups}
     ceilings = _ceilings(doc, groups)
     tables = []
-    for (test, connections, mode, proxy), cases in sorted(groups.items(), key=_table_order):
-        title = test
+    for (test, n, connections, mode, proxy), cases in sorted(groups.items(), key=_table_order):
+        title = suite.title(test, n)
         if len(points) > 1:
             title += f" ({describe_load(connections, mode, proxy)})"
         table = Table(test, title, {"connections": connections, "connection_mode": mode,
-                                    "generator": "wrk", "proxy": proxy})
+                                    "generator": "wrk", "proxy": proxy}, n=n)
         rows = [(_row(c, is_reference(doc, c["server"])), c) for c in cases]
         ranked = sorted((rc for rc in rows if rc[0].ranked), key=lambda rc: -rc[0].rps.median)
         others = [rc for rc in rows if not rc[0].ranked]
         for row, tie in zip([r for r, _ in ranked], statistics.ties([r.rps for r, _ in ranked])):
             row.tie = tie
             row.relative = row.rps.median / ranked[0][0].rps.median
-        ceiling = ceilings.get((test, connections, mode))
+        ceiling = ceilings.get((test, n, connections, mode))
         if ceiling is not None:
             table.ceiling, table.ceiling_client_bound = ceiling.server, ceiling.client_bound
             for row, _ in ranked:
@@ -145,15 +166,15 @@ def build_tables(doc: dict) -> list[Table]:
 
 
 def _ceilings(doc: dict, groups: dict[tuple, list[dict]]) -> dict[tuple, Row]:
-    """(test, connections, mode) -> the best measured reference row, measured directly."""
+    """(test, n, connections, mode) -> the best measured reference row, measured directly."""
     out: dict[tuple, Row] = {}
-    for (test, connections, mode, proxy), cases in groups.items():
+    for (test, n, connections, mode, proxy), cases in groups.items():
         if proxy != "none":
             continue
         refs = [r for r in (_row(c, True) for c in cases if is_reference(doc, c["server"]))
                 if r.ranked]
         if refs:
-            out[(test, connections, mode)] = max(refs, key=lambda r: r.rps.median)
+            out[(test, n, connections, mode)] = max(refs, key=lambda r: r.rps.median)
     return out
 
 
@@ -172,6 +193,7 @@ class RateRow:
     not_sent: int | None       # requests the schedule called for that were never sent, summed
     latency_ms: dict           # p50, p90, p99, p99_9 medians
     knee: bool = False         # the knee of this server's curve
+    n: int | None = None       # the suite's rows per request; None for other tests
 
 
 @dataclass
@@ -185,6 +207,7 @@ class RateTable:
     knees: dict = field(default_factory=dict)   # "server (database, orm)" -> req/s or None
     # the variants whose every point stayed under the bound: the knee is beyond them
     knee_beyond: set = field(default_factory=set)
+    n: int | None = None       # the suite level every point was measured at
 
 
 def _rate_row(case: dict) -> RateRow:
@@ -201,7 +224,7 @@ def _rate_row(case: dict) -> RateRow:
                    asked=median([r["asked"] for r in rates]) if rates else None,
                    achieved=median([r["achieved"] for r in rates]) if rates else None,
                    not_sent=sum(r.get("not_sent") or 0 for r in rates) if rates else None,
-                   latency_ms=stats["latency_ms"] if ok else {})
+                   latency_ms=stats["latency_ms"] if ok else {}, n=level(case))
 
 
 def build_rate_tables(doc: dict) -> list[RateTable]:
@@ -212,13 +235,14 @@ def build_rate_tables(doc: dict) -> list[RateTable]:
     groups: dict[tuple, list[dict]] = {}
     for case in doc["cases"]:
         if case["status"] != "pending" and _is_open_model(case):
-            groups.setdefault((case["test"], *_load_params(case)), []).append(case)
+            groups.setdefault(_group_key(case), []).append(case)
     tables = []
-    for (test, connections, mode, proxy), cases in sorted(groups.items(), key=_table_order):
-        table = RateTable(test, f"{test}: latency at fixed request rates "
+    for (test, n, connections, mode, proxy), cases in sorted(groups.items(), key=_table_order):
+        table = RateTable(test, f"{suite.title(test, n)}: latency at fixed request rates "
                                 f"({describe_load(connections, mode, proxy)}, open model)",
                           {"connections": connections, "connection_mode": mode,
-                           "generator": cases[0]["key"]["generator"], "proxy": proxy}, bound)
+                           "generator": cases[0]["key"]["generator"], "proxy": proxy}, bound,
+                          n=n)
         curves: dict[str, list[RateRow]] = {}
         for case in cases:
             row = _rate_row(case)

@@ -18,6 +18,7 @@ from bench.infra.lifecycle import Running
 from bench.infra.resources import ConnectionSpread, ResourceSampler
 from bench.infra.server import ServerProcess
 from bench.load.generator import LoadRequest, LoadResult
+from bench.runner.cache import FILL_N, FILL_ROUND_S, FILLS_CACHE, fill_cache
 from bench.storage.sample import BurstRecord, GeneratorRecord, ServerProcessRecord, WorkerPids
 from bench.verify.updates import database_clock
 
@@ -39,6 +40,7 @@ class Measurement:
     burst: BurstRecord | None = None
     server_exit: int | None = None         # the server's exit code if it died meanwhile
     db_clock: datetime | None = None       # the database's time before the load
+    cache_fill: dict | None = None         # how the cached test's cache was filled (cache.py)
 
 
 class Measurer:
@@ -53,14 +55,15 @@ class Measurer:
         self.pids_of, self.phase = pids_of, phase
 
     def request(self, test: str, url: str, params: LoadParams, seed: int, duration_s: float,
-                rate: float | None = None) -> LoadRequest:
+                rate: float | None = None, n: int | None = None) -> LoadRequest:
         """The load of a case's parameters (threads: --threads, or the default for that
         many connections)."""
         p = self.plan
         return LoadRequest(test=test, base_url=url, connections=params.connections,
                            threads=p.threads_for(params.connections), duration_s=duration_s,
                            timeout_s=p.timeout, seed=seed, token=p.token,
-                           connection_close=params.connection_mode == "close", rate=rate)
+                           connection_close=params.connection_mode == "close", rate=rate,
+                           n=n)
 
     def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,
              name: str | None = None):
@@ -78,14 +81,19 @@ class Measurer:
         p, case, server = self.plan, sample.case, running.server
         seed = p.seed + SAMPLE_SEED_STRIDE * sample.index
         clock = database_clock(endpoint) if endpoint else None
-        warmup = None
+        warmup, cache_fill = None, None
+        if case.test in FILLS_CACHE and endpoint is not None:
+            self.phase("cache fill")
+            cache_fill = fill_cache(lambda: self._run(self.request(
+                case.test, running.base_url, case.load, seed + WARMUP_SEED_OFFSET,
+                FILL_ROUND_S, n=FILL_N)), endpoint)
         if p.warmup > 0:
             # a seed of its own: with the run's seed the measured run would replay the
             # warm-up's ids, and hit rows (and caches) the warm-up just touched. The
             # warm-up is the closed loop at the case's connections, whatever measures.
             self.phase("warm-up")
             warm = self.request(case.test, running.base_url, case.load,
-                                seed + WARMUP_SEED_OFFSET, p.warmup)
+                                seed + WARMUP_SEED_OFFSET, p.warmup, n=case.n)
             warmup = self._run(warm)[1].summary
         client_pid: list[int] = []
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
@@ -96,7 +104,8 @@ class Measurer:
         self.phase("measure")
         # accepted where the server runs (a proxy in front runs there too)
         opened_before = self.server_host.tcp_connections_accepted()
-        request = self.request(case.test, running.base_url, case.load, seed, p.duration, rate)
+        request = self.request(case.test, running.base_url, case.load, seed, p.duration, rate,
+                               n=case.n)
         with sampler, spread:
             generator, result = self._run(request, on_start=client_pid.append,
                                           name=case.load.generator)
@@ -110,7 +119,7 @@ class Measurer:
                                                     / max(result.wall_s, 1e-6), 3))
         return Measurement(
             result=result, resources=resources, connections_opened=opened, warmup=warmup,
-            burst=burst, db_clock=clock,
+            burst=burst, db_clock=clock, cache_fill=cache_fill,
             generator=GeneratorRecord(
                 name=generator.name, connection_close=request.connection_close,
                 **generator.describe(request, result), command=result.command,
@@ -142,7 +151,8 @@ class Measurer:
         self.phase("burst")
         params = replace(sample.case.load, connection_mode="close")
         request = self.request(sample.case.test, running.base_url, params,
-                               self.plan.seed + BURST_SEED_OFFSET, self.plan.burst)
+                               self.plan.seed + BURST_SEED_OFFSET, self.plan.burst,
+                               n=sample.case.n)
         opened = self.server_host.tcp_connections_accepted()
         result = self._run(request)[1]
         return BurstRecord(seconds=self.plan.burst, summary=result.summary,

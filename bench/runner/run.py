@@ -316,6 +316,12 @@ class Run:
         record.warmup, record.connections_opened = m.warmup, m.connections_opened
         if m.burst is not None:
             record.burst = m.burst
+        if m.cache_fill is not None:
+            record.checks["cache_fill"] = m.cache_fill
+            if m.cache_fill["full"] is False:
+                record.warnings.append(
+                    f"the cache still sent {m.cache_fill['selects'][-1]} SELECTs in its last "
+                    f"fill round of {m.cache_fill['rounds']}: measured partly cold")
         record.summary, record.generator = m.result.summary, m.generator
         record.resources, record.server_process = m.resources, m.server_process
         if m.server_exit is not None:

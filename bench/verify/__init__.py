@@ -27,6 +27,12 @@ def verifier(token: str) -> Callable:
         report = verify_server(server.base_url, server_id=v.server.id, database=v.database,
                                orm=v.orm, token=token, endpoint=server.endpoint)
         report.checks[:0] = workers
+        declaration = v.server.declaration(v.database, v.orm)
+        if server.endpoint is not None and declaration is not None:
+            from bench.verify.suite import verify_suite
+            report.checks += verify_suite(
+                server.base_url, token=token, endpoint=server.endpoint,
+                declaration=declaration, processes=server.budget.processes, report=report)
         exempt(report, v.server.exemptions)
         if server.endpoint is not None:
             def connections():

@@ -55,6 +55,13 @@ type app struct {
 	// fixed-size pool would then have to reconnect. A query finishes and its
 	// connection goes back to the pool.
 	ctx context.Context
+	// /cached/'s in-process cache (suite.go), this process's own.
+	cache *userCache
+}
+
+func newApp(token string, store Store, pingBody []byte) *app {
+	return &app{token: token, store: store, pingBody: pingBody, ctx: context.Background(),
+		cache: newUserCache()}
 }
 
 func (a *app) authorized(c *gin.Context) bool {
@@ -360,11 +367,17 @@ func newRouter(a *app) *gin.Engine {
 	r.Use(gin.CustomRecoveryWithWriter(log.Writer(), recovered))
 	r.NoRoute(notFound)
 	r.NoMethod(methodNotAllowed)
+	// The fortunes page: html/template (autoescaping), rendered by c.HTML.
+	r.SetHTMLTemplate(newTemplates())
 
 	r.GET("/ping/", a.ping)
 	r.GET("/user/:id/", a.getUser)
 	r.PATCH("/user/:id/", a.patchUser)
 	r.GET("/plain/", a.plain)
 	r.GET("/to_json/", a.toJSON)
+	r.GET("/queries/", a.queries)
+	r.GET("/updates/", a.updates)
+	r.GET("/fortunes/", a.fortunes)
+	r.GET("/cached/", a.cached)
 	return r
 }

@@ -64,7 +64,7 @@ func main() {
 	}
 
 	ping, _ := json.Marshal(map[string]any{"server": cfg.serverID, "database": cfg.db, "orm": cfg.orm})
-	a := &app{token: cfg.token, store: store, pingBody: ping, ctx: context.Background()}
+	a := newApp(cfg.token, store, ping)
 	srv := &http.Server{
 		Handler: newRouter(a),
 		// Headers of a well-behaved client arrive at once; a stalled one is dropped.

@@ -140,6 +140,32 @@ func (s *gormStore) UpdateUser(ctx context.Context, id int32, username, email st
 	return s.GetUser(ctx, id)
 }
 
+func (Fortune) TableName() string { return "fortune" }
+
+func (s *gormStore) Fortunes(ctx context.Context) ([]Fortune, error) {
+	// db.Find on a slice: one SELECT fortune.id, fortune.message FROM fortune.
+	var fortunes []Fortune
+	if err := s.db.WithContext(ctx).Find(&fortunes).Error; err != nil {
+		return nil, err
+	}
+	return fortunes, nil
+}
+
+func (s *gormStore) WriteUsers(ctx context.Context, users []*User) error {
+	// GORM's usual single-row update: the primary key on the model is the WHERE
+	// clause; updated_at is given explicitly (the server's time, already in the
+	// response), so GORM's autoUpdateTime does not replace it. No transaction
+	// (SkipDefaultTransaction), one statement per row, awaited.
+	for _, u := range users {
+		err := s.db.WithContext(ctx).Model(&User{UserID: u.UserID}).
+			Updates(map[string]any{"username": u.Username, "updated_at": u.UpdatedAt}).Error
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *gormStore) Close() {
 	_ = s.sqlDB.Close()
 }

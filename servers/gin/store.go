@@ -39,10 +39,22 @@ func (u *User) utc() *User {
 	return u
 }
 
+// Fortune is one row of table fortune (the suite's /fortunes/), also its GORM model.
+type Fortune struct {
+	ID      int32  `gorm:"column:id;primaryKey"`
+	Message string `gorm:"column:message"`
+}
+
 // Store is what the handlers need. A nil *User with a nil error means "no such user".
 type Store interface {
 	GetUser(ctx context.Context, id int32) (*User, error)
 	UpdateUser(ctx context.Context, id int32, username, email string) (*User, error)
+	// Fortunes: the whole fortune table, one SELECT.
+	Fortunes(ctx context.Context) ([]Fortune, error)
+	// WriteUsers (the suite's /updates/): one single-row UPDATE of username and
+	// updated_at per user, in the order given (the caller sorts by id), autocommitted,
+	// awaited one after another.
+	WriteUsers(ctx context.Context, users []*User) error
 	Close()
 }
 
@@ -52,10 +64,16 @@ const (
 	pgUpdate = "UPDATE users SET username = $1, email = $2, updated_at = now() WHERE user_id = $3 " +
 		"RETURNING user_id, username, email, created_at, updated_at, is_archived"
 
+	pgFortunes = "SELECT id, message FROM fortune"
+	// The suite's /updates/: updated_at is the server's time, a bound parameter.
+	pgWrite = "UPDATE users SET username = $1, updated_at = $2 WHERE user_id = $3"
+
 	mySelect = "SELECT user_id, username, email, created_at, updated_at, is_archived FROM users WHERE user_id = ?"
 	// MySQL has no UPDATE ... RETURNING: one UPDATE, then one SELECT. UTC_TIMESTAMP(6)
 	// because the column holds naive UTC with microseconds.
-	myUpdate = "UPDATE users SET username = ?, email = ?, updated_at = UTC_TIMESTAMP(6) WHERE user_id = ?"
+	myUpdate   = "UPDATE users SET username = ?, email = ?, updated_at = UTC_TIMESTAMP(6) WHERE user_id = ?"
+	myFortunes = "SELECT id, message FROM fortune"
+	myWrite    = "UPDATE users SET username = ?, updated_at = ? WHERE user_id = ?"
 )
 
 // ------------------------------------------------------------------ PostgreSQL
@@ -136,6 +154,27 @@ func (s *pgStore) UpdateUser(ctx context.Context, id int32, username, email stri
 	return scanRow(s.pool.QueryRow(ctx, pgUpdate, username, email, id))
 }
 
+func (s *pgStore) Fortunes(ctx context.Context) ([]Fortune, error) {
+	// Query + CollectRows: pgx's usual way to read a result set into structs (by
+	// column position); the rows are closed when collected.
+	rows, err := s.pool.Query(ctx, pgFortunes)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[Fortune])
+}
+
+func (s *pgStore) WriteUsers(ctx context.Context, users []*User) error {
+	// One Exec per row, each awaited before the next (no pgx.Batch: that would
+	// pipeline the statements, which the manifest does not declare).
+	for _, u := range users {
+		if _, err := s.pool.Exec(ctx, pgWrite, u.Username, u.UpdatedAt, u.UserID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *pgStore) Close() { s.pool.Close() }
 
 // ----------------------------------------------------------------------- MySQL
@@ -192,9 +231,11 @@ func openSQLPool(ctx context.Context, db *sql.DB, n int) error {
 }
 
 type mysqlStore struct {
-	db      *sql.DB
-	selStmt *sql.Stmt
-	updStmt *sql.Stmt
+	db           *sql.DB
+	selStmt      *sql.Stmt
+	updStmt      *sql.Stmt
+	fortunesStmt *sql.Stmt
+	writeStmt    *sql.Stmt
 }
 
 func openMySQL(ctx context.Context, cfg *config) (*mysqlStore, error) {
@@ -212,8 +253,13 @@ func openMySQL(ctx context.Context, cfg *config) (*mysqlStore, error) {
 	// (without this, go-sql-driver would prepare, execute and close per query: three
 	// round trips).
 	s := &mysqlStore{db: db}
-	if s.selStmt, err = db.PrepareContext(ctx, mySelect); err == nil {
-		s.updStmt, err = db.PrepareContext(ctx, myUpdate)
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&s.selStmt, mySelect}, {&s.updStmt, myUpdate}, {&s.fortunesStmt, myFortunes}, {&s.writeStmt, myWrite}} {
+		if *p.stmt, err = db.PrepareContext(ctx, p.sql); err != nil {
+			break
+		}
 	}
 	if err != nil {
 		s.Close()
@@ -240,12 +286,39 @@ func (s *mysqlStore) UpdateUser(ctx context.Context, id int32, username, email s
 	return scanRow(s.selStmt.QueryRowContext(ctx, id))
 }
 
-func (s *mysqlStore) Close() {
-	if s.selStmt != nil {
-		_ = s.selStmt.Close()
+func (s *mysqlStore) Fortunes(ctx context.Context) ([]Fortune, error) {
+	rows, err := s.fortunesStmt.QueryContext(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if s.updStmt != nil {
-		_ = s.updStmt.Close()
+	defer rows.Close()
+	fortunes := make([]Fortune, 0, 16)
+	for rows.Next() {
+		var f Fortune
+		if err := rows.Scan(&f.ID, &f.Message); err != nil {
+			return nil, err
+		}
+		fortunes = append(fortunes, f)
+	}
+	return fortunes, rows.Err()
+}
+
+func (s *mysqlStore) WriteUsers(ctx context.Context, users []*User) error {
+	// One prepared single-row UPDATE per user, each awaited (database/sql has no
+	// pipelining); autocommit, so each row lock is held for one statement only.
+	for _, u := range users {
+		if _, err := s.writeStmt.ExecContext(ctx, u.Username, u.UpdatedAt, u.UserID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *mysqlStore) Close() {
+	for _, st := range []*sql.Stmt{s.selStmt, s.updStmt, s.fortunesStmt, s.writeStmt} {
+		if st != nil {
+			_ = st.Close()
+		}
 	}
 	_ = s.db.Close()
 }

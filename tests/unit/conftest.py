@@ -48,10 +48,11 @@ class _Spec:       # what a case's variant reads of a ServerSpec
 
 
 def case_doc(server, database, orm, test, rps=(1000.0,), status="ok", reason=None,
-             warnings=(), connections=64, load=None) -> dict:
-    """A case as stored: one sample per value of `rps`, each with `status`."""
+             warnings=(), connections=64, load=None, n=None) -> dict:
+    """A case as stored: one sample per value of `rps`, each with `status`; `n`: the
+    database suite's level."""
     from bench.core.plan import Case, LoadParams, Variant
-    case = Case(Variant(_Spec(server), database, orm), test, load or LoadParams(connections))
+    case = Case(Variant(_Spec(server), database, orm), test, load or LoadParams(connections), n)
     record = CaseRecord.planned(case, len(rps) or 1)
     for sample, value in zip(record.samples, rps):
         sample.status, sample.reason, sample.warnings = status, reason, list(warnings)

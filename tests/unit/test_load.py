@@ -176,7 +176,8 @@ def read(name: str) -> str:
 # --------------------------------------------------------------------------- settings / argv
 
 def test_script_for_every_contract_test():
-    assert set(load.TEST_SCRIPTS) == {"get user", "update user", "plain", "to json"}
+    from bench.core.settings import ALL_TESTS
+    assert set(load.TEST_SCRIPTS) == set(ALL_TESTS)
     for test in load.TEST_SCRIPTS:
         path = load.script_for(test)
         assert path.is_absolute() and path.is_file(), path
@@ -485,3 +486,29 @@ if __name__ == "__main__":
         record()
     else:
         sys.exit(pytest.main([__file__, "-q"]))
+
+
+@needs_wrk
+def test_the_suite_scripts_send_their_path_with_n(tmp_path):
+    """queries, updates and cached carry n=N as the case's level; fortunes has none; a
+    suite script without n refuses to start instead of sending a wrong path."""
+    for test, n, line in (("queries", 20, "GET /queries/?n=20 HTTP/1.1"),
+                          ("updates", 1, "GET /updates/?n=1 HTTP/1.1"),
+                          ("cached", 500, "GET /cached/?n=500 HTTP/1.1"),
+                          ("fortunes", None, "GET /fortunes/ HTTP/1.1")):
+        d = tmp_path / test
+        d.mkdir()
+        s = LoadSettings(threads=1, connections=1, duration_s=1, token="t", n=n)
+        with http_server(None, with_endpoints=False) as url:
+            proc = subprocess.run(load.wrk_command(test, url, s), capture_output=True,
+                                  text=True, timeout=30,
+                                  env=dict(os.environ, BENCH_WRK_DUMP_DIR=str(d)))
+        assert proc.returncode == 0, (proc.stdout, proc.stderr)
+        requests = [r for r in (d / "thread1.txt").read_bytes().decode().split("\n=====\n") if r]
+        assert {r.split("\r\n")[0] for r in requests} == {line}
+        assert "token: t" in requests[0].split("\r\n")
+    s = LoadSettings(threads=1, connections=1, duration_s=1, token="t")
+    with http_server(None, with_endpoints=False) as url:
+        proc = subprocess.run(load.wrk_command("queries", url, s), capture_output=True,
+                              text=True, timeout=30)
+    assert "n=N" in proc.stdout + proc.stderr

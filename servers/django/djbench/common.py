@@ -1,5 +1,6 @@
 """What the sync and the async views share: token check, input parsing, JSON bodies."""
 import json
+import random
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -112,17 +113,75 @@ def parse_update(body: bytes) -> tuple[dict | None, JsonResponse | None]:
     return {"username": username, "email": email}, None
 
 
-def user_response(user) -> JsonResponse:
+def user_dict(user) -> dict:
     # isoformat() keeps the stored microseconds and the +00:00 offset (the ORM returns aware
     # UTC datetimes on both engines); DjangoJSONEncoder would cut them to milliseconds.
-    return JsonResponse({
+    return {
         "user_id": user.user_id,
         "username": user.username,
         "email": user.email,
         "created_at": user.created_at.isoformat(),
         "updated_at": user.updated_at.isoformat(),
         "is_archived": user.is_archived,
-    })
+    }
+
+
+def user_response(user) -> JsonResponse:
+    return JsonResponse(user_dict(user))
+
+
+# ---- the database suite (CONTRACT.md, section 6) ----------------------------------------
+
+SUITE_MAX_N = 500
+SUITE_ID_COUNT = 10_000          # ids 1..10000 exist in `users`
+ADDED_FORTUNE = (0, "A fortune added at request time.")
+
+
+def parse_n(request) -> int:
+    """The suite's `n`: ASCII digits only -> min(value, 500), 0 -> 1; anything else
+    (missing, empty, "abc", "-3", "1.5") -> 1. Never an error; a long digit string is 500
+    without ever being converted (int() refuses strings over 4300 digits)."""
+    raw = request.GET.get("n", "")
+    if not (raw.isascii() and raw.isdigit()):
+        return 1
+    digits = raw.lstrip("0")
+    if len(digits) > 3:
+        return SUITE_MAX_N
+    return max(1, min(int(digits or "0"), SUITE_MAX_N))
+
+
+def check_suite_request(request) -> JsonResponse | None:
+    """None when a suite request may be served, else the error response: the same order of
+    checks as /user/{id}/ (token, method, database)."""
+    if not token_ok(request):
+        return unauthorized()
+    if request.method != "GET":
+        return method_not_allowed("GET")
+    if not HAS_DB:
+        return no_database()
+    return None
+
+
+def random_ids(n: int) -> list[int]:
+    """n ids drawn uniformly from 1..10000, repeats allowed (/queries/, /cached/)."""
+    return [random.randint(1, SUITE_ID_COUNT) for _ in range(n)]
+
+
+def distinct_random_ids(n: int) -> list[int]:
+    """n distinct ids from 1..10000 (/updates/)."""
+    return random.sample(range(1, SUITE_ID_COUNT + 1), n)
+
+
+def random_username() -> str:
+    return f"u{random.randint(1, 1_000_000)}"
+
+
+def users_response(users) -> JsonResponse:
+    return JsonResponse([user_dict(user) for user in users], safe=False)
+
+
+def cache_key(user_id: int) -> str:
+    return f"user:{user_id}"
 
 
 def plain_response(request) -> HttpResponse:

@@ -14,3 +14,15 @@ class User(models.Model):
     class Meta:
         managed = False
         db_table = "users"
+
+
+class Fortune(models.Model):
+    """The database suite's `fortune` table (read only). Created and restored by the
+    harness, never by Django."""
+
+    id = models.IntegerField(primary_key=True)
+    message = models.CharField(max_length=2048)
+
+    class Meta:
+        managed = False
+        db_table = "fortune"

@@ -25,7 +25,8 @@ ALLOWED_HOSTS = ["*"]
 
 # Only the app that holds the `users` model. No contenttypes/auth/sessions/messages/admin:
 # the API authenticates with a static `token` header, keeps no server-side state and serves
-# no HTML, so those apps (and their middleware below) would only add per-request work.
+# no HTML but the suite's one template page, so those apps (and their middleware below)
+# would only add per-request work. The app's templates/ holds fortunes.html (APP_DIRS).
 INSTALLED_APPS = ["djbench"]
 
 # No middleware at all: no SessionMiddleware/AuthenticationMiddleware (token header instead
@@ -84,6 +85,33 @@ def _database() -> dict:
     return {**common, "ENGINE": "djbench.mysql_pool", "PORT": ENV.get("BENCH_DB_PORT", "3306"),
             "OPTIONS": options}
 
+
+# The database suite's /fortunes/ page: Django's own template engine (the Django template
+# language), autoescaping on (its default; the template never uses |safe or autoescape off),
+# templates from djbench/templates/ (APP_DIRS). With DEBUG = False Django wraps the loaders in
+# its cached loader, so the template is compiled once per process. No context processors:
+# the page needs nothing from the request.
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [],
+    "APP_DIRS": True,
+    "OPTIONS": {"autoescape": True, "context_processors": []},
+}]
+
+# The database suite's /cached/: Django's cache framework with its in-process LocMemCache,
+# so every worker process has its own cache (nothing is shared between processes). It must
+# hold all 10,000 users and never drop one: TIMEOUT None (no expiry) and MAX_ENTRIES 20,000.
+# LocMemCache culls a third of its entries when a set() finds it holding MAX_ENTRIES keys,
+# which with exactly 10,000 could still happen when two threads fill the same missed id at
+# once; with 20,000 it cannot (there are only 10,000 keys).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "djbench-users",
+        "TIMEOUT": None,
+        "OPTIONS": {"MAX_ENTRIES": 20_000},
+    }
+}
 
 # BENCH_DB=none (plain / to json cases): no database at all; the user views answer 404.
 DATABASES = {} if BENCH_DB == "none" else {"default": _database()}

@@ -13,6 +13,11 @@ urlpatterns = [
     path("user/<str:user_id>/", views.user),
     path("plain/", views.plain),
     path("to_json/", views.to_json),
+    # the database suite (CONTRACT.md, section 6)
+    path("queries/", views.queries),
+    path("updates/", views.updates),
+    path("fortunes/", views.fortunes),
+    path("cached/", views.cached),
 ]
 
 handler400 = "djbench.errors.bad_request"

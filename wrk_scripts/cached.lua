@@ -1,0 +1,12 @@
+-- test "cached" (the database suite): GET /cached/?n=N: N rows from the server's in-process cache.
+-- The server draws the ids, so every request is the same: a pool of one request.
+-- usage: wrk ... -s cached.lua <base url> -- <token> <seed> [pool] n=N
+-- common.lua sits next to this script; wrk loads a script by the path it was given
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = here .. "?.lua;" .. package.path
+local common = require("common")
+
+common.install(function(c)
+   if c.n == nil then error("usage: wrk ... -s cached.lua <url> -- <token> <seed> [pool] n=N") end
+   return "GET", "/cached/?n=" .. c.n, nil
+end, nil, 1)
