@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import AsyncIterator
 
+import aiohttp_jinja2
+import jinja2
 from aiohttp import web
 
-from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, InvalidBody, Settings,
-                         open_repository, parse_patch_body, parse_user_id, ping_body,
-                         plain_body, to_json_body, token_ok)
+from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, FORTUNES_TEMPLATE,
+                         TEMPLATE_DIR, InvalidBody, Settings, open_repository,
+                         parse_patch_body, parse_user_id, ping_body, plain_body, suite,
+                         to_json_body, token_ok)
 
 settings = Settings.from_env()
 PING = ping_body(settings)
@@ -85,6 +88,42 @@ async def to_json(request: web.Request) -> web.Response:
     return web.json_response(to_json_body(*_params(request)))
 
 
+def _suite_problem(request: web.Request) -> web.Response | None:
+    """The database suite's checks before any work: token (401), then database (404)."""
+    if not token_ok(request.headers.get("token"), settings):
+        return web.json_response(ERR_TOKEN, status=401)
+    if request.app[REPO] is None:
+        return web.json_response(ERR_NO_DB, status=404)
+    return None
+
+
+async def queries(request: web.Request) -> web.Response:
+    problem = _suite_problem(request)
+    return problem or web.json_response(
+        await suite.queries(request.app[REPO], request.query.get("n")))
+
+
+async def updates(request: web.Request) -> web.Response:
+    problem = _suite_problem(request)
+    return problem or web.json_response(
+        await suite.updates(request.app[REPO], request.query.get("n")))
+
+
+async def fortunes(request: web.Request) -> web.Response:
+    problem = _suite_problem(request)
+    if problem:
+        return problem
+    rows = await suite.fortunes(request.app[REPO])
+    # text/html; charset=utf-8, autoescaped (aiohttp_jinja2.setup's default)
+    return aiohttp_jinja2.render_template(FORTUNES_TEMPLATE, request, {"fortunes": rows})
+
+
+async def cached(request: web.Request) -> web.Response:
+    problem = _suite_problem(request)
+    return problem or web.json_response(
+        await suite.cached(request.app[REPO], request.query.get("n")))
+
+
 async def method_not_allowed(request: web.Request) -> web.Response:
     return web.json_response(ERR_METHOD, status=405)
 
@@ -92,16 +131,21 @@ async def method_not_allowed(request: web.Request) -> web.Response:
 def create_app() -> web.Application:
     app = web.Application()
     app.cleanup_ctx.append(database)
+    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True)
     app.router.add_get("/ping/", ping, allow_head=False)
     app.router.add_get("/user/{raw_id}/", get_user, allow_head=False)
     app.router.add_patch("/user/{raw_id}/", patch_user)
     app.router.add_get("/plain/", plain, allow_head=False)
     app.router.add_get("/to_json/", to_json, allow_head=False)
+    suite_routes = {"/queries/": queries, "/updates/": updates, "/fortunes/": fortunes,
+                    "/cached/": cached}
+    for path, handler in suite_routes.items():
+        app.router.add_get(path, handler, allow_head=False)
     # Any other method on a contract path: a JSON 405 like every other server, not
     # aiohttp's text/plain "405: Method Not Allowed" (found by tests/integration/
     # test_fuzz.py). A "*" route is tried only after the resource's own methods, so the
     # contract's requests never reach it, and no middleware runs per request.
-    for path in ("/ping/", "/user/{raw_id}/", "/plain/", "/to_json/"):
+    for path in ("/ping/", "/user/{raw_id}/", "/plain/", "/to_json/", *suite_routes):
         app.router.add_route("*", path, method_not_allowed)
     return app
 

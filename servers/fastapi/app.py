@@ -16,16 +16,19 @@ from typing import Annotated, AsyncIterator
 
 from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, Settings, open_repository,
-                         parse_user_id, ping_body, plain_body, text_problem, to_json_body,
-                         token_ok)
+from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, FORTUNES_TEMPLATE,
+                         TEMPLATE_DIR, Settings, open_repository, parse_user_id, ping_body,
+                         plain_body, suite, text_problem, to_json_body, token_ok)
 
 settings = Settings.from_env()
 PING = ping_body(settings)
+# FastAPI's documented templating: Starlette's Jinja2Templates (autoescaping on).
+templates = Jinja2Templates(directory=TEMPLATE_DIR)
 Token = Annotated[str | None, Header()]
 
 
@@ -156,3 +159,44 @@ async def to_json(token: Token = None, param1: str | None = None, param2: str | 
     if not token_ok(token, settings):
         return _error(401, ERR_TOKEN)
     return JSONResponse(to_json_body(param1, param2, param3))
+
+
+def _suite_repo(request: Request, token: str | None):
+    """The database suite's checks before any work: (repository, None), or (None, the
+    error response): token (401), then database (404)."""
+    if not token_ok(token, settings):
+        return None, _error(401, ERR_TOKEN)
+    repo = request.app.state.repo
+    if repo is None:
+        return None, _error(404, ERR_NO_DB)
+    return repo, None
+
+
+# n is a plain str Query parameter: the contract reads any value (even "abc") as 1,
+# so FastAPI's int validation (a 400 for "abc") must not see it.
+@app.get("/queries/")
+async def queries(request: Request, token: Token = None, n: str | None = None) -> JSONResponse:
+    repo, problem = _suite_repo(request, token)
+    return problem or JSONResponse(await suite.queries(repo, n))
+
+
+@app.get("/updates/")
+async def updates(request: Request, token: Token = None, n: str | None = None) -> JSONResponse:
+    repo, problem = _suite_repo(request, token)
+    return problem or JSONResponse(await suite.updates(repo, n))
+
+
+@app.get("/fortunes/")
+async def fortunes(request: Request, token: Token = None) -> HTMLResponse:
+    repo, problem = _suite_repo(request, token)
+    if problem:
+        return problem
+    rows = await suite.fortunes(repo)
+    # text/html; charset=utf-8
+    return templates.TemplateResponse(request, FORTUNES_TEMPLATE, {"fortunes": rows})
+
+
+@app.get("/cached/")
+async def cached(request: Request, token: Token = None, n: str | None = None) -> JSONResponse:
+    repo, problem = _suite_repo(request, token)
+    return problem or JSONResponse(await suite.cached(repo, n))

@@ -12,16 +12,22 @@ import os
 import signal
 import socket
 
+from jinja2 import Environment, FileSystemLoader
 from sanic import Request, Sanic
 from sanic.exceptions import MethodNotAllowed, NotFound
-from sanic.response import HTTPResponse, json, text
+from sanic.response import HTTPResponse, html, json, text
 
-from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, InvalidBody, Settings,
-                         open_repository, parse_patch_body, parse_user_id, ping_body,
-                         plain_body, to_json_body, token_ok)
+from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, FORTUNES_TEMPLATE,
+                         TEMPLATE_DIR, InvalidBody, Settings, open_repository,
+                         parse_patch_body, parse_user_id, ping_body, plain_body, suite,
+                         to_json_body, token_ok)
 
 settings = Settings.from_env()
 PING = ping_body(settings)
+# sanic has no template engine of its own: Jinja2 used directly, autoescaping on (see
+# the manifest's notes on why not sanic-ext's templating).
+FORTUNES = Environment(loader=FileSystemLoader(TEMPLATE_DIR),
+                       autoescape=True).get_template(FORTUNES_TEMPLATE)
 
 app = Sanic("bench")
 # Errors (unknown route, wrong method) as JSON too, like the contract's error bodies.
@@ -146,6 +152,42 @@ async def to_json(request: Request) -> HTTPResponse:
     if not token_ok(request.headers.get("token"), settings):
         return json(ERR_TOKEN, status=401)
     return json(to_json_body(*_params(request)))
+
+
+def _suite_problem(request: Request) -> HTTPResponse | None:
+    """The database suite's checks before any work: token (401), then database (404)."""
+    if not token_ok(request.headers.get("token"), settings):
+        return json(ERR_TOKEN, status=401)
+    if request.app.ctx.repo is None:
+        return json(ERR_NO_DB, status=404)
+    return None
+
+
+@app.get("/queries/")
+async def queries(request: Request) -> HTTPResponse:
+    problem = _suite_problem(request)
+    return problem or json(await suite.queries(request.app.ctx.repo, request.args.get("n")))
+
+
+@app.get("/updates/")
+async def updates(request: Request) -> HTTPResponse:
+    problem = _suite_problem(request)
+    return problem or json(await suite.updates(request.app.ctx.repo, request.args.get("n")))
+
+
+@app.get("/fortunes/")
+async def fortunes(request: Request) -> HTTPResponse:
+    problem = _suite_problem(request)
+    if problem:
+        return problem
+    rows = await suite.fortunes(request.app.ctx.repo)
+    return html(FORTUNES.render(fortunes=rows))       # text/html; charset=utf-8
+
+
+@app.get("/cached/")
+async def cached(request: Request) -> HTTPResponse:
+    problem = _suite_problem(request)
+    return problem or json(await suite.cached(request.app.ctx.repo, request.args.get("n")))
 
 
 if __name__ == "__main__":

@@ -8,11 +8,17 @@ from .contract import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, InvalidBody, parse_p
                        parse_user_id, ping_body, plain_body, text_problem, to_json_body,
                        token_ok, user_dict)
 from .settings import Settings
+from .suite import FORTUNES_TEMPLATE, TEMPLATE_DIR
+from . import suite
 
 
 class Repository(Protocol):
     async def get_user(self, user_id: int) -> dict[str, Any] | None: ...
     async def update_user(self, user_id: int, username: str, email: str) -> dict[str, Any] | None: ...
+    # the database suite (see suite.py): ids drawn by the caller
+    async def get_users(self, ids: list[int]) -> list[dict[str, Any]]: ...
+    async def update_users(self, ids: list[int]) -> list[dict[str, Any]]: ...
+    async def fortune_rows(self) -> list[Any]: ...
     async def close(self) -> None: ...
 
 
@@ -32,7 +38,8 @@ async def open_repository(settings: Settings) -> Repository | None:
 
 
 __all__ = [
-    "ERR_NO_DB", "ERR_NOT_FOUND", "ERR_TOKEN", "InvalidBody", "Repository", "Settings",
+    "ERR_NO_DB", "ERR_NOT_FOUND", "ERR_TOKEN", "FORTUNES_TEMPLATE", "InvalidBody",
+    "Repository", "Settings", "TEMPLATE_DIR", "suite",
     "open_repository", "parse_patch_body", "parse_user_id", "ping_body", "plain_body",
     "text_problem", "to_json_body", "token_ok", "user_dict",
 ]

@@ -1,12 +1,14 @@
 """The parts of the HTTP contract every framework shares: token, user id, PATCH body,
-the /plain/ and /to_json/ bodies and the user object.  Pure functions, no I/O, so each
+the /plain/ and /to_json/ bodies and the user object; the database suite's n, its
+random ids and usernames and the fortunes list.  No I/O, so each
 framework's app file only maps its request/response objects onto these.
 """
 from __future__ import annotations
 
 import json
+import random
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Iterable, NamedTuple
 
 from .settings import Settings
 
@@ -119,3 +121,60 @@ def user_dict(user_id: int, username: str, email: str | None, created_at: dateti
         "updated_at": rfc3339(updated_at),
         "is_archived": bool(is_archived),   # MySQL BOOLEAN is TINYINT(1): 0/1
     }
+
+
+# --- the database suite (CONTRACT.md section 6) -------------------------------------
+
+N_MAX = 500             # /queries/, /updates/, /cached/: n is clamped to 1..500
+ROW_COUNT = 10_000      # users 1..10000: the ids the server draws from
+_rng = random.Random()  # seeded from the OS per process (each worker its own sequence)
+
+
+def parse_n(raw: str | None) -> int:
+    """Query parameter n: ASCII digits only -> min(value, 500), 0 -> 1; anything else
+    (missing, empty, "abc", "-3", "1.5") -> 1. Never an error: a digit string of any
+    length is read without int() (which refuses more than 4300 digits)."""
+    if not raw or not raw.isascii() or not raw.isdigit():
+        return 1
+    digits = raw.lstrip("0")
+    if len(digits) > 3:
+        return N_MAX
+    return max(1, min(int(digits or "0"), N_MAX))
+
+
+def random_ids(n: int) -> list[int]:
+    """/queries/ and /cached/: n ids uniform in 1..10000, repeats allowed."""
+    return [_rng.randint(1, ROW_COUNT) for _ in range(n)]
+
+
+def distinct_random_ids(n: int) -> list[int]:
+    """/updates/: n distinct ids (sorted: the UPDATEs go in ascending id order, so two
+    concurrent requests never lock the same rows in opposite orders)."""
+    return sorted(_rng.sample(range(1, ROW_COUNT + 1), n))
+
+
+def random_username() -> str:
+    """/updates/: "u" + a random integer 1..1000000."""
+    return f"u{_rng.randint(1, 1_000_000)}"
+
+
+def utc_now() -> datetime:
+    """/updates/' updated_at, taken in the server (microseconds, what both engines store)."""
+    return datetime.now(_UTC)
+
+
+class Fortune(NamedTuple):
+    id: int
+    message: str
+
+
+EXTRA_FORTUNE = Fortune(0, "A fortune added at request time.")
+
+
+def with_extra_fortune(rows: Iterable[tuple[int, str]]) -> list[Fortune]:
+    """/fortunes/: the table's rows plus the one added in memory, sorted by message in
+    code-point order (Python compares str by code point)."""
+    fortunes = [Fortune(fid, message) for fid, message in rows]
+    fortunes.append(EXTRA_FORTUNE)
+    fortunes.sort(key=lambda f: f.message)
+    return fortunes

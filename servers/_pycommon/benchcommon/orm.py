@@ -3,6 +3,11 @@
 get user    = session.get(User, id)                           -> one SELECT
 update user = ORM-enabled update(User)...returning(User)      -> one UPDATE ... RETURNING (PostgreSQL)
               ORM update, then one ORM select of the row      -> UPDATE + SELECT (MySQL/MariaDB)
+queries     = session.get(User, id, populate_existing=True) x N   -> N SELECTs
+updates     = session.get x N, then per row: set attributes, session.flush()
+                                                              -> N SELECTs, N UPDATEs (ascending id)
+fortunes    = session.scalars(select(Fortune))                -> one SELECT
+cached      = the process's UserCache, filled by get_user      -> one SELECT per miss
 """
 from __future__ import annotations
 
@@ -10,11 +15,12 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, DateTime, Integer, String, URL, func, update
+from sqlalchemy import Boolean, DateTime, Integer, String, URL, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from .contract import user_dict
+from .cache import UserCache
+from .contract import random_username, user_dict, utc_now
 from .settings import Settings
 
 
@@ -32,6 +38,13 @@ class User(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     is_archived: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Fortune(Base):
+    __tablename__ = "fortune"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    message: Mapped[str] = mapped_column(String(2048))
 
 
 def _as_dict(u: User) -> dict[str, Any]:
@@ -54,6 +67,7 @@ class OrmRepository:
             self._now = func.utc_timestamp(6)
         else:
             self._now = func.now()
+        self.cache = UserCache(self.get_user)
 
     @classmethod
     async def open(cls, settings: Settings) -> "OrmRepository":
@@ -124,6 +138,43 @@ class OrmRepository:
                     return None
                 user = await session.get(User, user_id)   # the one SELECT
             return None if user is None else _as_dict(user)
+
+    # The suite: one session per request, each statement awaited before the next.
+    async def get_users(self, ids: list[int]) -> list[dict[str, Any]]:
+        found = []
+        async with self._sessions() as session:
+            for user_id in ids:
+                # ids repeat: populate_existing makes session.get send its SELECT even
+                # when the identity map already holds the User (the contract counts N).
+                user = await session.get(User, user_id, populate_existing=True)
+                if user is not None:
+                    found.append(_as_dict(user))
+        return found
+
+    async def update_users(self, ids: list[int]) -> list[dict[str, Any]]:
+        """ids ascending and distinct: N session.get, then each User changed and flushed
+        on its own (one UPDATE each, in ascending id order). One flush of all N would
+        send them as one executemany (asyncpg pipelines it as a batch); per row is the
+        contract's per-row mode. AUTOCOMMIT: each UPDATE commits by itself."""
+        async with self._sessions() as session:
+            users = [await session.get(User, user_id) for user_id in ids]
+            users = [u for u in users if u is not None]
+            now = utc_now()
+            # DATETIME(6) on MySQL holds UTC: bind it naive (the response adds +00:00).
+            written_at = now.replace(tzinfo=None) if self._mysql else now
+            for user in users:
+                user.username = random_username()
+                user.updated_at = written_at
+                await session.flush()
+            # No session.commit(): in AUTOCOMMIT each UPDATE is committed as it runs,
+            # and aiomysql would still send a COMMIT for it (a statement the contract
+            # does not allow); closing the session sends nothing (see open()).
+            return [_as_dict(u) for u in users]
+
+    async def fortune_rows(self) -> list[tuple[int, str]]:
+        async with self._sessions() as session:
+            fortunes = (await session.scalars(select(Fortune))).all()
+            return [(f.id, f.message) for f in fortunes]
 
     async def close(self) -> None:
         await self._engine.dispose()

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .contract import user_dict
+from .cache import UserCache
+from .contract import random_username, user_dict, utc_now
 from .settings import Settings
 
 # At shutdown a pool waits for connections still checked out by requests that were cut
@@ -18,6 +19,12 @@ from .settings import Settings
 CLOSE_TIMEOUT = 2.0
 
 _COLUMNS = "user_id, username, email, created_at, updated_at, is_archived"
+FORTUNES = "SELECT id, message FROM fortune"
+
+
+def _written(row: Any, username: str, now: Any) -> dict[str, Any]:
+    """/updates/: the row as read, with the username and updated_at just written."""
+    return user_dict(row[0], username, row[2], row[3], now, row[5])
 
 
 class PostgresRepository:
@@ -26,9 +33,12 @@ class PostgresRepository:
     # update user: one UPDATE ... RETURNING (no second round-trip); no row -> None.
     UPDATE = (f"UPDATE users SET username = $2, email = $3, updated_at = now() "
               f"WHERE user_id = $1 RETURNING {_COLUMNS}")
+    # /updates/: one single-row UPDATE per user, updated_at bound (taken in the server).
+    UPDATE_ROW = "UPDATE users SET username = $1, updated_at = $2 WHERE user_id = $3"
 
     def __init__(self, pool: Any) -> None:
         self._pool = pool
+        self.cache = UserCache(self.get_user)
 
     @classmethod
     async def open(cls, settings: Settings) -> "PostgresRepository":
@@ -63,6 +73,31 @@ class PostgresRepository:
         row = await self._pool.fetchrow(self.UPDATE, user_id, username, email)
         return None if row is None else user_dict(*row)
 
+    # The suite: one connection per request, each statement awaited before the next
+    # (asyncpg prepares each statement once per connection and reuses it).
+    async def get_users(self, ids: list[int]) -> list[dict[str, Any]]:
+        async with self._pool.acquire() as conn:
+            rows = [await conn.fetchrow(self.GET, user_id) for user_id in ids]
+        return [user_dict(*row) for row in rows if row is not None]
+
+    async def update_users(self, ids: list[int]) -> list[dict[str, Any]]:
+        """ids ascending and distinct: N SELECTs, then N UPDATEs in that order, in
+        autocommit (each statement its own implicit transaction)."""
+        async with self._pool.acquire() as conn:
+            rows = [await conn.fetchrow(self.GET, user_id) for user_id in ids]
+            now = utc_now()
+            written = []
+            for row in rows:
+                if row is None:
+                    continue
+                username = random_username()
+                await conn.execute(self.UPDATE_ROW, username, now, row[0])
+                written.append(_written(row, username, now))
+        return written
+
+    async def fortune_rows(self) -> list[Any]:
+        return await self._pool.fetch(FORTUNES)
+
     async def close(self) -> None:
         try:
             await asyncio.wait_for(self._pool.close(), CLOSE_TIMEOUT)
@@ -75,9 +110,11 @@ class MysqlRepository:
     # MySQL/MariaDB have no UPDATE ... RETURNING: one UPDATE, then one SELECT.
     # DATETIME holds UTC: UTC_TIMESTAMP(6) does not depend on the session time zone.
     UPDATE = "UPDATE users SET username = %s, email = %s, updated_at = UTC_TIMESTAMP(6) WHERE user_id = %s"
+    UPDATE_ROW = "UPDATE users SET username = %s, updated_at = %s WHERE user_id = %s"
 
     def __init__(self, pool: Any) -> None:
         self._pool = pool
+        self.cache = UserCache(self.get_user)
 
     @classmethod
     async def open(cls, settings: Settings) -> "MysqlRepository":
@@ -116,6 +153,44 @@ class MysqlRepository:
                 await cur.execute(self.GET, (user_id,))
                 row = await cur.fetchone()
         return None if row is None else user_dict(*row)
+
+    # The suite: one connection per request, each statement awaited before the next.
+    # aiomysql (PyMySQL's protocol) has no server-side prepared statements: each
+    # statement is sent as text with its parameters escaped into it by the driver.
+    async def _select_rows(self, cur: Any, ids: list[int]) -> list[Any]:
+        rows = []
+        for user_id in ids:
+            await cur.execute(self.GET, (user_id,))
+            rows.append(await cur.fetchone())
+        return rows
+
+    async def get_users(self, ids: list[int]) -> list[dict[str, Any]]:
+        async with self._pool.acquire() as conn:
+            async with conn.cursor() as cur:
+                rows = await self._select_rows(cur, ids)
+        return [user_dict(*row) for row in rows if row is not None]
+
+    async def update_users(self, ids: list[int]) -> list[dict[str, Any]]:
+        """ids ascending and distinct: N SELECTs, then N UPDATEs in that order, in
+        autocommit. updated_at: DATETIME(6) holds UTC, bound as a naive UTC value."""
+        async with self._pool.acquire() as conn:
+            async with conn.cursor() as cur:
+                rows = await self._select_rows(cur, ids)
+                now = utc_now()
+                written = []
+                for row in rows:
+                    if row is None:
+                        continue
+                    username = random_username()
+                    await cur.execute(self.UPDATE_ROW, (username, now.replace(tzinfo=None), row[0]))
+                    written.append(_written(row, username, now))
+        return written
+
+    async def fortune_rows(self) -> list[Any]:
+        async with self._pool.acquire() as conn:
+            async with conn.cursor() as cur:
+                await cur.execute(FORTUNES)
+                return await cur.fetchall()
 
     async def close(self) -> None:
         self._pool.close()
