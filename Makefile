@@ -19,13 +19,22 @@ ARGS ?=
 PYTEST_ARGS ?=
 
 .PHONY: bench test setup test-setup doctor system-deps test-deps venv tools build \
-        rust-tests tables list clean
+        rust-tests server-tests tables list clean
 
 bench: setup
 	$(PYTHON) run_bench.py $(ARGS)
 
-test: test-setup rust-tests
+test: test-setup rust-tests server-tests
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+# The Go and Node.js servers' own unit tests (handlers with a fake store: n parsing,
+# the fortunes template's escaping, the cache), with the toolchains set-up checked.
+# The Python servers' shared code is tested by pytest itself (servers/_pycommon is
+# in pytest.ini's testpaths).
+server-tests: test-setup
+	@start=$$(date +%s); (cd servers/gin && go test -mod=readonly -count=1 ./...) \
+	  && (cd servers/fastify && npm test --silent) \
+	  && echo "Go and Node.js server tests: $$(( $$(date +%s) - start )) s"
 
 # The Rust servers' own unit tests (the shared crate _rscommon holds most of them), the
 # whole workspace (servers/Cargo.toml) in one cargo run. In the servers' target dir, but
