@@ -1,6 +1,6 @@
 """Verification of a started server: its workers (`workers`), the contract over HTTP
-(`contract`), statements per request (`querycount`) and the DB connections it holds
-(`connections`)."""
+(`contract`), statements per request (`querycount`), the DB connections it holds
+(`connections`) and commands it pipelines to its database (`pipelining`, a relay)."""
 from __future__ import annotations
 
 from typing import Callable
