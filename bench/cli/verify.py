@@ -9,11 +9,10 @@ import json
 from bench.core.manifest import ServerSpec
 from bench.core.plan import plan
 from bench.core.settings import SelectionError, Settings
-from bench.infra.lifecycle import running_server
 from bench.infra.server import ServerError
 from bench.session import FOR_VERIFY, Session, servers_unavailable
 from bench.storage import results
-from bench.verify import verifier
+from bench.verify import verified_server
 
 
 def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=None) -> int:
@@ -38,9 +37,9 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
                     continue
                 log = run_dir / f"{v.key.replace('/', '__')}.log"
                 try:
-                    with running_server(v, session.launch, endpoints.get(v.database), log,
-                                        verifier=verifier(settings.token, suite=settings.with_suite),
-                                        host=session.host("server")) as running:
+                    with verified_server(v, session.launch, endpoints.get(v.database), log,
+                                         token=settings.token, suite=settings.with_suite,
+                                         host=session.host("server")) as running:
                         report = running.verification
                     reports[v.key] = report.to_dict()
                     print(report.summary_text() + "\n", flush=True)

@@ -190,6 +190,11 @@ class Settings:
                        **{key: getattr(preset, key) for key in PRESET_FIELDS})
 
     @property
+    def relay_port(self) -> int:
+        """Where verification's pipelining relay listens (bench.verify.pipelining)."""
+        return self.port + 2
+
+    @property
     def with_suite(self) -> bool:
         """Whether any of the database suite's tests is selected."""
         return any(t in suite.SUITE_TESTS for t in self.tests)
@@ -344,7 +349,8 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
         for level in s.levels:
             check_threads(s.threads, level)
     for flag, port in (("port", s.port), ("pg-port", s.pg_port), ("mysql-port", s.mysql_port),
-                       ("port (+1, the upstream port behind a proxy)", s.upstream_port)):
+                       ("port (+1, the upstream port behind a proxy)", s.upstream_port),
+                       ("port (+2, verification's pipelining relay)", s.relay_port)):
         if not 1 <= port <= 65535:
             raise SelectionError(f"--{flag} must be a TCP port (1-65535), got {port}")
     if not s.token or any(c.isspace() for c in s.token):

@@ -33,7 +33,7 @@ from bench.storage.case import CaseRecord
 from bench.storage.document import (LoadLevel, LoadRecord, OpenModel, Placement,
                                     RunRecord, Schedule, ServerInfo)
 from bench.storage.sample import SampleRecord
-from bench.verify import verifier
+from bench.verify import verified_server
 from bench.verify.updates import check_updates
 
 # a sample's time besides its warm-up and measured window (restore, settle, start, stop),
@@ -275,11 +275,14 @@ class Run:
         endpoint = self.endpoints.get(v.database)
         log_path = self.logs / f"{case.id.replace('/', '__')}#{sample.index}.log"
         record.log = str(log_path.relative_to(self.run_dir))
-        check = verifier(self.settings.token, suite=self.settings.with_suite) \
-            if (self.settings.verify and known is None) else None
         try:
+            if self.settings.verify and known is None:
+                self._verify(v, endpoint, log_path, record.overhead_s)
+                if not self.doc.verification[v.key]["passed"]:
+                    record.mark_verification_failed(self.doc.verification[v.key]["reason"])
+                    return
             rate = self.asked_rate(case) if case.load.rate is not None else None
-            with running_server(v, self.context.launch, endpoint, log_path, verifier=check,
+            with running_server(v, self.context.launch, endpoint, log_path,
                                 overhead_s=record.overhead_s,
                                 settle_db=self._settler(endpoint),
                                 proxy=self.proxies.get(case.load.proxy),
@@ -290,11 +293,6 @@ class Run:
                     if not running.settled.quiet:
                         record.warnings.append("the database was still busy when the "
                                                "sample started: " + running.settled.steps[-1])
-                if check is not None:
-                    self._record_verification(v.key, running.verification)
-                if not self.doc.verification.get(v.key, {"passed": True})["passed"]:
-                    record.mark_verification_failed(self.doc.verification[v.key]["reason"])
-                    return
                 measured = self.measurer.measure(sample, running, endpoint, rate)
                 self._record_measurement(sample, measured, endpoint, record)
             # complete once the server stopped: e.g. its log could not be fetched
@@ -345,6 +343,19 @@ class Run:
             record.checks.update(updates.figures)
             if updates.invalid:
                 record.mark_invalid(updates.invalid)
+
+    def _verify(self, variant, endpoint, log_path, overhead_s: dict) -> None:
+        """Verify a variant in a start of its own (its log beside the sample's), before
+        its first sample; the report goes into the document at once."""
+        started = {}
+        with verified_server(variant, self.context.launch, endpoint,
+                             log_path.with_name(log_path.stem.split("#")[0] + "#verify.log"),
+                             token=self.settings.token, suite=self.settings.with_suite,
+                             overhead_s=started, settle_db=self._settler(endpoint),
+                             on_phase=self.display.phase, host=self.server_host) as running:
+            report = running.verification
+        overhead_s["verify"] = round(started.get("total", 0.0), 4)
+        self._record_verification(variant.key, report)
 
     def _record_verification(self, key: str, report) -> None:
         self.doc.verification[key] = report.to_dict()

@@ -258,3 +258,22 @@ def verify_suite(base_url: str, *, token: str, endpoint: Endpoint, declaration,
             client, endpoint, declaration, report.orm, processes, report))
     finally:
         client.close()
+
+
+def pipelining_check(relay, declaration, report) -> Check:
+    """What the relay saw on the server's database connections during verification:
+    commands sent while an earlier one on the same connection was unanswered."""
+    if relay is None:
+        return Check("pipelining", False, "not checked: the server runs on another host "
+                     "and cannot reach the relay on this one", "warning")
+    seen = relay.report()
+    report.queries["pipelining"] = {"requests": seen.requests, "pipelined": seen.pipelined,
+                                    "max_outstanding": seen.max_outstanding,
+                                    "connections": seen.connections, "opaque": seen.opaque}
+    if seen.pipelined and not declaration.pipelining:
+        return Check("pipelining", False, f"{seen.describe()}: pipelining that the manifest "
+                     f"does not declare ([suite] pipelining = false)")
+    if seen.opaque:
+        return Check("pipelining", False, seen.describe(), "warning")
+    return Check("pipelining", True, seen.describe()
+                 + (" (declared)" if declaration.pipelining else ""))

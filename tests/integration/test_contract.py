@@ -12,9 +12,8 @@ from bench.core import dataset, manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra import db
-from bench.infra.lifecycle import running_server
 from bench.infra.server import log_tail
-from bench.verify import verifier
+from bench.verify import verified_server
 from tests.conftest import TEST_SERVER_PORT
 
 pytestmark = pytest.mark.integration
@@ -32,8 +31,8 @@ SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 def test_server_honours_the_contract(variant, databases, built, tmp_path):
     endpoint = databases.get(variant.database)
     log = tmp_path / "server.log"
-    with running_server(variant, SETTINGS, endpoint, log,
-                        verifier=verifier(SETTINGS.token, suite=True)) as running:
+    with verified_server(variant, SETTINGS, endpoint, log, token=SETTINGS.token,
+                         suite=True) as running:
         report = running.verification
     assert report.passed, report.summary_text() + "\n" + log_tail(log)
     if endpoint:   # verification restored what its PATCH checks changed

@@ -252,12 +252,11 @@ def started_fixture(server_id: str, engine: str, endpoints, tmp_path, **settings
     from bench.core.manifest import discover
     from bench.core.plan import Variant
     from bench.core.settings import Settings
-    from bench.infra.lifecycle import running_server
-    from bench.verify import verifier
+    from bench.verify import verified_server
     spec = discover([ROOT / "tests" / "fixtures" / "servers"])[server_id]
     s = Settings(port=next(PORTS), **settings)
-    return running_server(Variant(spec, engine, False), s, endpoints.get(engine),
-                          tmp_path / "server.log", verifier=verifier(TOKEN, suite=True))
+    return verified_server(Variant(spec, engine, False), s, endpoints.get(engine),
+                           tmp_path / "server.log", token=TOKEN, suite=True)
 
 
 @pytest.mark.parametrize("engine", ["postgres", "mysql"])

@@ -42,6 +42,9 @@ def test_the_correct_suite_fixture_passes_and_is_counted(engine, endpoints, tmp_
     assert report.queries["fortunes"]["per_request"]["select"] == pytest.approx(1, abs=0.05)
     assert report.queries["cached n=100 (warm)"]["per_request"]["select"] == pytest.approx(0, abs=0.05)
     assert db.fetch_users(endpoints[engine]) == all_users()      # updates restored
+    pipelining = next(c for c in report.checks if c.name == "pipelining")
+    assert pipelining.passed and report.queries["pipelining"]["pipelined"] == 0
+    assert report.queries["pipelining"]["requests"] > 10_000    # the cache's fill among them
 
 
 def test_one_in_list_for_queries_is_caught(endpoints, tmp_path):
@@ -61,3 +64,15 @@ def test_an_undeclared_batch_of_updates_is_caught(endpoints, tmp_path):
                                        tmp_path))
     assert list(failures) == ["queries per updates n=20"], failures
     assert "batching that the manifest does not declare" in failures["queries per updates n=20"]
+
+
+def test_undeclared_pipelining_is_caught_on_the_wire(endpoints, tmp_path):
+    """The right statements, in the right number, but sent without awaiting each answer
+    (psycopg's pipeline mode): only the relay in front of the database sees it."""
+    report = verified("broken_suite_pipelined", "postgres", endpoints, tmp_path)
+    failures = suite_failures(report) | {c.name: c.detail for c in report.failures
+                                         if c.name == "pipelining"}
+    assert list(failures) == ["pipelining"], failures
+    assert "pipelining that the manifest does not declare" in failures["pipelining"]
+    seen = report.queries["pipelining"]
+    assert seen["pipelined"] >= 19 * 10 and seen["max_outstanding"] >= 20
