@@ -317,10 +317,11 @@ class Run:
             record.burst = m.burst
         if m.cache_fill is not None:
             record.checks["cache_fill"] = m.cache_fill
-            if m.cache_fill["full"] is False:
+            if m.cache_fill["full"] is False:     # judged below; the judge would pass it
                 record.warnings.append(
                     f"the cache still sent {m.cache_fill['selects'][-1]} SELECTs in its last "
-                    f"fill round of {m.cache_fill['rounds']}: measured partly cold")
+                    f"fill round of {m.cache_fill['rounds']}: it does not hold all 10,000 "
+                    f"rows (or evicts them)")
         record.summary, record.generator = m.result.summary, m.generator
         record.resources, record.server_process = m.resources, m.server_process
         if m.server_exit is not None:
@@ -332,6 +333,10 @@ class Run:
         record.checks.update(verdict.figures)
         record.warnings += verdict.warnings
         record.judged(verdict.valid, verdict.reason)
+        if m.cache_fill is not None and m.cache_fill["full"] is False and verdict.valid:
+            record.mark_invalid(f"the cache never filled: {m.cache_fill['selects'][-1]} "
+                                f"SELECTs in the last of {m.cache_fill['rounds']} rounds of "
+                                f"/cached/?n=500 (the contract: none once every id is cached)")
         if sample.case.test == "update user" and endpoint is not None and verdict.valid:
             summary, warm = m.result.summary, m.warmup or {}
             updates = check_updates(
