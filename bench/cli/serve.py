@@ -14,7 +14,7 @@ from bench.paths import CACHE_DIR
 from bench.session import FOR_SERVE, Session, servers_unavailable
 
 
-def curl_examples(base: str, token: str, with_db: bool) -> list[str]:
+def curl_examples(base: str, token: str, with_db: bool, suite: bool = False) -> list[str]:
     t = f"-H {shlex.quote('token: ' + token)}"
     lines = [f"curl -s {base}/ping/"]
     if with_db:
@@ -22,6 +22,9 @@ def curl_examples(base: str, token: str, with_db: bool) -> list[str]:
                   f"curl -s {t} -X PATCH -H 'Content-Type: application/json' "
                   f"-d '{{\"username\": \"alice\", \"email\": \"alice@example.com\"}}' {base}/user/42/",
                   f"curl -s -i {base}/user/42/            # no token: 401"]
+    if with_db and suite:
+        lines += [f"curl -s {t} '{base}/queries/?n=5'", f"curl -s {t} '{base}/updates/?n=5'",
+                  f"curl -s {t} {base}/fortunes/", f"curl -s {t} '{base}/cached/?n=5'"]
     lines += [f"curl -s {t} '{base}/plain/?param1=a&param2=b&param3=c'",
               f"curl -s {t} '{base}/to_json/?param1=a&param2=b&param3=c'",
               f"wrk -t1 -c16 -d5s -H {shlex.quote('token: ' + token)} {base}/user/1/"
@@ -63,7 +66,8 @@ def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, data
                     print(f"database: {endpoint.engine} at {endpoint.host}:{endpoint.port}, "
                           f"db {endpoint.name}, user {endpoint.user}")
                 print("\ntry:\n  " + "\n  ".join(
-                    curl_examples(server.base_url, settings.token, endpoint is not None)))
+                    curl_examples(server.base_url, settings.token, endpoint is not None,
+                                  suite=spec.suite is not None)))
                 print("\nCtrl-C stops the server and the databases.", flush=True)
                 while server.alive():
                     time.sleep(0.5)
