@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench.core.settings import Settings, default_threads, parse_cpu_list
+from bench.core.settings import RELAY_PORT_OFFSET, Settings, default_threads, parse_cpu_list
 
 SIDES = ("server", "client", "db")
 
@@ -86,6 +86,11 @@ class ServerLaunch:
     def upstream_port(self) -> int:
         """Where a server listens when a proxy takes `port`."""
         return self.port + 1
+
+    @property
+    def relay_port(self) -> int:
+        """Where verification's pipelining relay listens (bench.verify.pipelining)."""
+        return self.port + RELAY_PORT_OFFSET
 
     def cpus(self, side: str = "server") -> list[int] | None:
         """The server's CPUs (None = not pinned); a launch knows no other side's."""

@@ -24,6 +24,8 @@ ORM_CHOICES = ("both", "raw", "orm")
 # default); close: `Connection: close` on every request, a new TCP connection each time
 CONNECTION_MODES = ("keep-alive", "close")
 NO_PROXY = "none"
+# verification's pipelining relay listens next to the server's port and its upstream one
+RELAY_PORT_OFFSET = 2
 
 
 class SelectionError(ValueError):
@@ -192,7 +194,7 @@ class Settings:
     @property
     def relay_port(self) -> int:
         """Where verification's pipelining relay listens (bench.verify.pipelining)."""
-        return self.port + 2
+        return self.port + RELAY_PORT_OFFSET
 
     @property
     def with_suite(self) -> bool:
