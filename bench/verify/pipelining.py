@@ -253,6 +253,11 @@ class Relay:
             await asyncio.gather(
                 self._pump(client_reader, server_writer, conversation.client, readable),
                 self._pump(server_reader, client_writer, conversation.server, readable))
+        except asyncio.CancelledError:
+            # the relay closes while a connection is still open (a server slow to stop):
+            # ending here, not as a cancelled task, keeps asyncio from logging a traceback
+            # for each connection
+            pass
         finally:
             self._connected -= 1
 
