@@ -32,7 +32,7 @@ test: test-setup rust-tests server-tests
 # The Python servers' shared code is tested by pytest itself (servers/_pycommon is
 # in pytest.ini's testpaths).
 server-tests: test-setup
-	@start=$$(date +%s); (cd servers/gin && go test -mod=readonly -count=1 ./...) \
+	@start=$$(date +%s); (cd servers/gin && go test -mod=readonly -trimpath -count=1 ./...) \
 	  && (cd servers/fastify && npm test --silent) \
 	  && echo "Go and Node.js server tests: $$(( $$(date +%s) - start )) s"
 
