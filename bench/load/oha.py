@@ -41,9 +41,9 @@ from typing import Callable
 
 import psutil
 
+from bench.core import suite
 from bench.infra.host import LOCAL, Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
-from bench.core import suite
 from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS
 
 OHA_VERSION = "1.16.0"

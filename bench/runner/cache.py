@@ -48,3 +48,12 @@ def fill_cache(run_round: Callable[[], object], endpoint: Endpoint) -> dict:
                 "selects": selects, "full": selects[-1] < QUIET}
     finally:
         counter.close()
+
+
+def not_filled(fill: dict | None) -> str | None:
+    """Why a sample measured a cache that never filled (it is then invalid), or None."""
+    if not fill or fill["full"] is not False:
+        return None
+    return (f"the cache never filled: {fill['selects'][-1]} SELECTs in the last of "
+            f"{fill['rounds']} rounds of /cached/?n={fill['n']} (the contract: none once "
+            f"every id is cached; the cache evicts or holds fewer than 10,000 rows)")

@@ -26,6 +26,7 @@ from bench.load import DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, LoadError
 from bench.load import generator as load_generator
 from bench.report import console
 from bench.report.progress import Display
+from bench.runner.cache import not_filled
 from bench.runner.measure import Measurement, Measurer
 from bench.session import Session
 from bench.storage import results
@@ -317,11 +318,6 @@ class Run:
             record.burst = m.burst
         if m.cache_fill is not None:
             record.checks["cache_fill"] = m.cache_fill
-            if m.cache_fill["full"] is False:     # judged below; the judge would pass it
-                record.warnings.append(
-                    f"the cache still sent {m.cache_fill['selects'][-1]} SELECTs in its last "
-                    f"fill round of {m.cache_fill['rounds']}: it does not hold all 10,000 "
-                    f"rows (or evicts them)")
         record.summary, record.generator = m.result.summary, m.generator
         record.resources, record.server_process = m.resources, m.server_process
         if m.server_exit is not None:
@@ -333,10 +329,9 @@ class Run:
         record.checks.update(verdict.figures)
         record.warnings += verdict.warnings
         record.judged(verdict.valid, verdict.reason)
-        if m.cache_fill is not None and m.cache_fill["full"] is False and verdict.valid:
-            record.mark_invalid(f"the cache never filled: {m.cache_fill['selects'][-1]} "
-                                f"SELECTs in the last of {m.cache_fill['rounds']} rounds of "
-                                f"/cached/?n=500 (the contract: none once every id is cached)")
+        unfilled = not_filled(m.cache_fill)
+        if unfilled and verdict.valid:
+            record.mark_invalid(unfilled)
         if sample.case.test == "update user" and endpoint is not None and verdict.valid:
             summary, warm = m.result.summary, m.warmup or {}
             updates = check_updates(

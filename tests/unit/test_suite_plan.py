@@ -110,3 +110,12 @@ def test_tests_all_and_the_suite_preset_select_all_eight():
     assert expand_tests(["all"]) == list(Settings().with_preset("suite").tests)
     assert len(expand_tests(["all"])) == 8 and Settings().with_preset("suite").with_suite
     assert not Settings().with_suite
+
+
+def test_a_cache_that_never_filled_says_why_and_one_that_filled_says_nothing():
+    from bench.runner.cache import not_filled
+    assert not_filled(None) is None
+    assert not_filled({"full": True, "selects": [900, 0], "rounds": 2, "n": 100}) is None
+    assert not_filled({"full": None, "selects": None, "rounds": 10, "n": 100}) is None
+    why = not_filled({"full": False, "selects": [3000, 2900], "rounds": 60, "n": 100})
+    assert "2900 SELECTs in the last of 60 rounds of /cached/?n=100" in why
