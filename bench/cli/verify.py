@@ -60,6 +60,6 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
 
 def write_reports(run_dir, reports: dict[str, dict]) -> None:
     (run_dir / "verification.json").write_text(json.dumps(reports, indent=2, default=str) + "\n")
-    with open(run_dir / "verification.txt", "w") as f:
+    with open(run_dir / results.VERIFICATION_REPORT, "w") as f:
         f.write("\n".join(f"{k}: {'passed' if r['passed'] else 'FAILED: ' + r['reason']}"
                           for k, r in reports.items()) + "\n")

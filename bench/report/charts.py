@@ -7,12 +7,14 @@ import textwrap
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")        # files only: no display, also on a CI runner
 import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.analysis.history import Series  # noqa: E402
 from bench.report.levels import LevelSeries, level_series  # noqa: E402
+from bench.report.sweep import SweepSeries, sweep_series  # noqa: E402
 from bench.report.tables import RateTable, Row, Table, header_sentence, slug  # noqa: E402
 
 LATENCY_POINTS = (("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99), ("p99_9", 99.9))
@@ -150,12 +152,51 @@ def level_chart(series: LevelSeries, doc: dict, path: Path) -> Path:
     return path
 
 
+def sweep_chart(series: SweepSeries, doc: dict, path: Path) -> Path:
+    """A concurrency sweep: median req/s (95 % interval as error bars) above, p99 below,
+    both against connections (log scale), a line per server variant."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7.2), sharex=True)
+    for name, curve in series.curves.items():
+        levels = [c for c, _ in curve]
+        medians = [r.rps.median for _, r in curve]
+        low = [m - (r.rps.ci_low if r.rps.ci_low is not None else m)
+               for m, (_, r) in zip(medians, curve)]
+        high = [(r.rps.ci_high if r.rps.ci_high is not None else m) - m
+                for m, (_, r) in zip(medians, curve)]
+        line = top.errorbar(levels, medians, yerr=[low, high], marker="o", markersize=3,
+                            linewidth=1.2, capsize=3, label=name)
+        p99 = [(c, r.latency_ms.get("p99")) for c, r in curve]
+        bottom.plot([c for c, v in p99 if v is not None], [v for _, v in p99 if v is not None],
+                    marker="o", markersize=3, linewidth=1.2, color=line[0].get_color())
+    top.set_ylabel("req/s (median; bars: 95 % CI)")
+    top.set_title(series.title, fontsize=11)
+    top.legend(fontsize=7, loc="best", ncol=2)
+    bottom.set_yscale("log")
+    # plain numbers (0.5, 2, 10), not powers of ten: a latency is read, not estimated
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    bottom.yaxis.set_major_formatter(plain)
+    bottom.yaxis.set_minor_formatter(plain)
+    bottom.set_ylabel("p99 latency (ms, log scale)")
+    bottom.set_xscale("log")
+    bottom.set_xticks(series.connections, [str(c) for c in series.connections])
+    bottom.minorticks_off()
+    bottom.set_xlabel("connections (log scale)")
+    for ax in (top, bottom):
+        ax.grid(True, which="major", alpha=0.3)
+    fig.subplots_adjust(bottom=0.16, top=0.94, hspace=0.08)
+    _caption(fig, header_sentence(doc) + " Only ok measurements make points.")
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
 def run_charts(tables: list[Table], doc: dict, folder: Path,
                rates: list[RateTable] = ()) -> list[Path]:
     """Every chart of a run, written into `folder` (created)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = [p for t in rates if (p := rate_chart(t, doc, folder / f"{slug(t.title)}-rate.png"))]
     out += [level_chart(s, doc, folder / s.chart_name) for s in level_series(tables)]
+    out += [sweep_chart(s, doc, folder / s.chart_name) for s in sweep_series(tables)]
     for table in tables:
         name = slug(table.title)
         for draw, kind in ((throughput_chart, "throughput"), (latency_chart, "latency")):

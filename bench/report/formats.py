@@ -12,7 +12,8 @@ import json
 
 from tabulate import tabulate
 
-from bench.report import levels
+from bench.report import levels, sweep
+from bench.storage.results import VERIFICATION_REPORT
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
     header_sentence
 
@@ -135,6 +136,7 @@ def rate_markdown(table: RateTable) -> list[str]:
 def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
                 rates: list[RateTable] = ()) -> str:
     out = [f"# Results of run {doc['run_id']}", "", header_sentence(doc), ""]
+    out += verification_sentence(doc)
     repeat = doc["settings"].get("repeat", 1)
     if repeat > 1:
         out += [f"req/sec is the median of {repeat} samples ± their coefficient of variation; "
@@ -163,9 +165,41 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
         if table.notes:
             out += ["Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(table.notes, 1)] + [""]
     out += levels_markdown(tables, doc)
+    out += sweep_markdown(tables)
     for table in rates:
         out += rate_markdown(table)
     return "\n".join(out)
+
+
+def verification_sentence(doc: dict) -> list[str]:
+    """Where the reader finds what each variant was checked for, before its figures; a
+    run stored without verification reports says its numbers are unverified (or
+    nothing, for results from before the reports were stored)."""
+    reports = doc.get("verification") or {}
+    if not reports:
+        if doc["settings"].get("verify") is False:
+            return ["Not verified (--no-verify): these figures were measured without the "
+                    "contract's checks.", ""]
+        return []
+    passed = sum(1 for r in reports.values() if r.get("passed"))
+    return [f"Verification: {passed} of {len(reports)} variants passed the contract's "
+            f"checks before any load; every check with its measured figures: "
+            f"[{VERIFICATION_REPORT}]({VERIFICATION_REPORT}).", ""]
+
+
+def sweep_markdown(tables: list[Table]) -> list[str]:
+    """A concurrency sweep's view: req/s and p99 against connections; nothing without one."""
+    return [line for series in sweep.sweep_series(tables)
+            for line in _series_markdown(series.title, *sweep.sweep_cells(series),
+                                         sweep.SWEEP_EXPLAINED, series.chart_name)]
+
+
+def _series_markdown(title: str, heads: list[str], rows: list[list[str]], explained: str,
+                     chart_name: str) -> list[str]:
+    """A series across a load dimension (n, connections) as a section: its table, what
+    a cell holds, and the chart report.html draws of it."""
+    return [f"## {title}", "", tabulate(rows, heads, tablefmt="pipe", disable_numparse=True),
+            "", f"{explained} Chart: charts/{chart_name} (written with report.html).", ""]
 
 
 def levels_markdown(tables: list[Table], doc: dict) -> list[str]:
@@ -173,11 +207,9 @@ def levels_markdown(tables: list[Table], doc: dict) -> list[str]:
     the cache's speed-up over queries; nothing for a run without them."""
     out = []
     for series in levels.level_series(tables):
-        heads, rows = levels.level_cells(series)
-        out += [f"## {series.title}", "", tabulate(rows, heads, tablefmt="pipe",
-                                                   disable_numparse=True), "",
-                f"Median req/s [95 % interval of the median] per n. Chart: "
-                f"charts/{series.chart_name} (written with report.html).", ""]
+        out += _series_markdown(series.title, *levels.level_cells(series),
+                                "Median req/s [95 % interval of the median] per n.",
+                                series.chart_name)
     speedup = levels.speedup_table(doc)
     if speedup:
         out += ["## cache speed-up", "", tabulate(speedup[1], speedup[0], tablefmt="pipe",

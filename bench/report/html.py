@@ -10,9 +10,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench.report import charts, levels
+from bench.report import charts, levels, sweep
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
+from bench.storage.results import VERIFICATION_REPORT
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #1a202c; }
@@ -58,7 +59,22 @@ def _verification(doc: dict) -> str:
             for key, r in sorted(doc.get("verification", {}).items())]
     if not rows:
         return "<p>No verification ran (--no-verify).</p>"
-    return tabulate(rows, ["variant", "verification", "reason"], tablefmt="html")
+    return (tabulate(rows, ["variant", "verification", "reason"], tablefmt="html")
+            + '<p class="caption">Every check with its measured figures: '
+              f'<a href="{VERIFICATION_REPORT}">{VERIFICATION_REPORT}</a>.</p>')
+
+
+def _sweep_html(tables: list[Table], images: dict) -> list[str]:
+    """A concurrency sweep: req/s and p99 against connections, table and chart."""
+    out = []
+    for series in sweep.sweep_series(tables):
+        heads, rows = sweep.sweep_cells(series)
+        out += [f'<h2 id="{charts.slug(series.title)}">{html.escape(series.title)}</h2>',
+                tabulate(rows, heads, tablefmt="html", disable_numparse=True),
+                f'<p class="caption">{html.escape(sweep.SWEEP_EXPLAINED)}</p>']
+        if series.chart_name in images:
+            out.append(_img(images[series.chart_name], series.title))
+    return out
 
 
 def _rates_html(table: RateTable, images: dict) -> list[str]:
@@ -117,6 +133,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
             if name in images:
                 parts.append(_img(images[name], f"{table.title}: {kind}"))
     parts += _levels_html(tables, doc, images)
+    parts += _sweep_html(tables, images)
     for table in rates:
         parts += _rates_html(table, images)
     parts += ["<h2>Verification</h2>", _verification(doc),

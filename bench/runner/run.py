@@ -359,7 +359,7 @@ class Run:
 
     def _record_verification(self, key: str, report) -> None:
         self.doc.verification[key] = report.to_dict()
-        with open(self.run_dir / "verification.txt", "a") as f:
+        with open(self.run_dir / results.VERIFICATION_REPORT, "a") as f:
             f.write(report.summary_text() + "\n\n")
         self.display.note(f"verification of {key}: "
                           f"{'passed' if report.passed else 'FAILED: ' + report.reason}")

@@ -25,6 +25,8 @@ SCHEMA_VERSION = 3
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 SCHEMA_PATH = SCHEMA_DIR / "results.schema.json"
 RESULTS_FILE = "results.json"
+# the readable verification reports, beside the results (tables.md links to it)
+VERIFICATION_REPORT = "verification.txt"
 
 # Case statuses. Only "ok" rows are ranked and compared; every other status is shown
 # with its reason, never dropped.
