@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 
 from bench.infra.host import Host
 
-TOP = 3                        # offenders named per reading
+TOP = 5                        # offenders named per reading
 FIRST_WINDOW_S = 0.5           # the reading before the run: long enough for 50 ticks of a hog
 BUSY = ("user", "nice", "system", "irq", "softirq")
 
@@ -71,9 +71,11 @@ def foreign_load(before: dict, after: dict, exclude: Iterable[int] = ()) -> dict
 
 
 def describe(noise: dict) -> str:
-    """'12.0 % of the machine's CPU by other processes (top: stress 4242 11.8 %, ...)'."""
-    top = ", ".join(f"{p['name']} (pid {p['pid']}) {p['cpu_share']:.1%}" for p in noise["top"])
-    return (f"{noise['foreign_cpu_share']:.1%} of the machine's CPU used by other processes"
+    """'12.0 % of the machine's CPU used by other processes (top: stress (pid 42) 11.8 %)'."""
+    top = ", ".join(f"{p['name']} (pid {p['pid']}) {percent(p['cpu_share'])}"
+                    for p in noise["top"])
+    return (f"{percent(noise['foreign_cpu_share'])} of the machine's CPU used by other "
+            f"processes"
             + (f" (top: {top})" if top else ""))
 
 
@@ -87,8 +89,14 @@ def noise_verdict(noise: dict | None, limit: float) -> str | None:
     if noise["foreign_cpu_share"] > limit:
         said.append(describe(noise))
     if noise.get("steal_share", 0) > limit:
-        said.append(f"{noise['steal_share']:.1%} of the CPU time stolen by the hypervisor")
-    return f"foreign load: {'; '.join(said)}, above the limit of {limit:.0%}" if said else None
+        said.append(f"{percent(noise['steal_share'])} of the CPU time stolen by the "
+                    f"hypervisor")
+    return (f"foreign load: {'; '.join(said)}, above the limit of {percent(limit, 0)}"
+            if said else None)
+
+
+def percent(share: float, digits: int = 1) -> str:
+    return f"{share * 100:.{digits}f} %"
 
 
 class ForeignLoad:
