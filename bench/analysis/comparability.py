@@ -162,3 +162,35 @@ def run_differences(a: dict, b: dict) -> list[str]:
     """What makes two runs incomparable as a whole: everything but the databases (those
     count only for the cases that use them)."""
     return differences(a, b, engines=())
+
+
+# Two runs whose samples saw other processes' CPU (or the hypervisor's steal) differ by
+# more than this share of the machine are compared, but weakly: the default
+# --foreign-cpu-limit, the load above which one sample is already marked.
+NOISE_GAP = 0.05
+
+
+def median_noise(doc: dict) -> dict[str, float]:
+    """The median foreign CPU share and steal share of a run's measured samples (only
+    those that recorded them: runs from before have none)."""
+    values: dict[str, list[float]] = {"foreign_cpu_share": [], "steal_share": []}
+    for case in doc.get("cases", []):
+        for sample in case.get("samples", []):
+            noise = sample.get("noise") or {}
+            for name, found in values.items():
+                if isinstance(noise.get(name), (int, float)):
+                    found.append(noise[name])
+    return {name: sorted(v)[len(v) // 2] for name, v in values.items() if v}
+
+
+def noise_differences(base: dict, cand: dict, gap: float = NOISE_GAP) -> list[str]:
+    """How far apart the two runs' noise was, in words, when it is more than `gap`;
+    empty when they are alike or one of them did not record it."""
+    a, b = median_noise(base), median_noise(cand)
+    out = []
+    for name, what in (("foreign_cpu_share", "of the CPU used by other processes"),
+                       ("steal_share", "of the CPU time stolen by the hypervisor")):
+        if name in a and name in b and abs(a[name] - b[name]) > gap:
+            out.append(f"the baseline's samples ran with {a[name] * 100:.1f} % {what} "
+                       f"(median), the candidate's with {b[name] * 100:.1f} %")
+    return out

@@ -105,6 +105,8 @@ class Comparison:
     calibration: str | None = None   # the calibration file used
     calibration_note: str | None = None   # why it was ignored, or what to know about it
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS))
+    # the runs' noise differs widely (comparability.noise_differences): every verdict weak
+    noise_reasons: list[str] = field(default_factory=list)
 
     @property
     def regressed(self) -> list[CaseComparison]:
@@ -128,6 +130,8 @@ class Comparison:
 
     def as_dict(self) -> dict:
         d = asdict(self)
+        if not self.noise_reasons:      # older comparisons' JSON stays as it was
+            del d["noise_reasons"]
         d["counts"] = self.counts()
         for row, case in zip(d["cases"], self.cases):
             row["moved"] = case.moved
@@ -308,5 +312,12 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
                       comparability.database_differences(base_key, cand_key, engine))
         result.cases.append(compare_case(b, c, thresholds=thresholds, alpha=alpha,
                                          extra_reasons=result.run_reasons + db_reasons))
+    result.noise_reasons = comparability.noise_differences(base, cand)
+    if result.noise_reasons:
+        for row in result.cases:
+            if row.verdict in (SLOWER, FASTER):
+                row.weak = True
+                row.reason = (f"{row.reason} (weak: the runs' noise differs: "
+                              f"{'; '.join(result.noise_reasons)})")
     return result
 

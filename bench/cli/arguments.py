@@ -132,6 +132,12 @@ def add_load(p: argparse.ArgumentParser) -> None:
     g.add_argument("--unstable-cv", type=float, default=d.unstable_cv * 100, metavar="PERCENT",
                    help="a case whose req/s varies more than this between samples (coefficient "
                         "of variation) is flagged unstable (default: %(default)s %%)")
+    g.add_argument("--foreign-cpu-limit", type=float, default=d.foreign_cpu_limit * 100,
+                   metavar="PERCENT", help="a sample during which other processes used more "
+                                           "of the machine's CPU than this is marked "
+                                           "(default: %(default)s %%)")
+    g.add_argument("--strict", action="store_true", default=None,
+                   help="a sample above --foreign-cpu-limit is invalid instead of marked")
     g.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip verification before load (numbers are then unverified)")
     g.add_argument("--quiet", "-q", dest="display", action="store_const", const="quiet",
@@ -198,6 +204,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     given = {f.name: getattr(args, f.name) for f in fields(Settings)
              if getattr(args, f.name, None) is not None
              and f.name not in ("tests", "servers_dirs", "error_threshold", "unstable_cv",
+                                "foreign_cpu_limit",
                                 "preset", "connections")}
     levels = getattr(args, "connections", None)
     if levels:
@@ -208,6 +215,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         given["tests"] = expand_tests(args.tests)
     if getattr(args, "error_threshold", None) is not None:
         given["error_threshold"] = args.error_threshold / 100
+    if getattr(args, "foreign_cpu_limit", None) is not None:
+        given["foreign_cpu_limit"] = args.foreign_cpu_limit / 100
     if getattr(args, "unstable_cv", None) is not None:
         given["unstable_cv"] = args.unstable_cv / 100
     given["servers_dirs"] = [SERVERS_DIR, *getattr(args, "servers_dir", [])]

@@ -156,6 +156,11 @@ class Settings:
     port: int = 18080
     error_threshold: float = 0.001       # fraction of requests sent; above it a sample is invalid
     unstable_cv: float = 0.10            # a case whose req/s CV exceeds this is unstable
+    # Other processes' share of the machine's CPU above which a sample is marked (5 %:
+    # on this 2-core machine a tenth of a core, about what moves req/s by the 3 % that
+    # compare's calibration floor calls a change; idle daemons stay far below it)
+    foreign_cpu_limit: float = 0.05
+    strict: bool = False                 # a sample above that limit is invalid, not marked
     verify: bool = True
     db_mode: str = "auto"
     pg_port: int = 15432
@@ -342,6 +347,9 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
     if not 0 <= s.error_threshold < 1:
         raise SelectionError(f"--error-threshold must be a percentage from 0 to 100, "
                              f"got {s.error_threshold * 100:g}")
+    if not 0 < s.foreign_cpu_limit < 1:
+        raise SelectionError(f"--foreign-cpu-limit must be a percentage from 0 to 100 "
+                             f"(exclusive), got {s.foreign_cpu_limit * 100:g}")
     if not 0 < s.unstable_cv < 1:
         raise SelectionError(f"--unstable-cv must be a percentage from 0 to 100 (exclusive), "
                              f"got {s.unstable_cv * 100:g}")

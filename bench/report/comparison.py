@@ -74,6 +74,9 @@ def warnings(cmp: Comparison) -> list[str]:
         out.append("the runs are not comparable as a whole, so nothing was judged (a new "
                    "machine or settings? calibrate and start a new baseline): "
                    + "; ".join(cmp.run_reasons))
+    if cmp.noise_reasons:
+        out.append("the runs ran on machines unequally quiet, so every verdict is weak: "
+                   + "; ".join(cmp.noise_reasons))
     untested = [c for c in cmp.cases if any(f.weak for f in c.figures)]
     if untested:
         f = next(f for f in untested[0].figures if f.weak)

@@ -15,6 +15,7 @@ from bench.core.context import RunContext
 from bench.core.plan import LoadParams, Sample
 from bench.infra import db
 from bench.infra.lifecycle import Running
+from bench.infra.quiet import ForeignLoad
 from bench.infra.resources import ConnectionSpread, ResourceSampler
 from bench.infra.server import ServerProcess
 from bench.load.generator import LoadRequest, LoadResult
@@ -41,6 +42,7 @@ class Measurement:
     server_exit: int | None = None         # the server's exit code if it died meanwhile
     db_clock: datetime | None = None       # the database's time before the load
     cache_fill: dict | None = None         # how the cached test's cache was filled (cache.py)
+    noise: dict | None = None              # other processes' CPU in the window (infra.quiet)
 
 
 class Measurer:
@@ -106,7 +108,9 @@ class Measurer:
         opened_before = self.server_host.tcp_connections_accepted()
         request = self.request(case.test, running.base_url, case.load, seed, p.duration, rate,
                                n=case.n)
-        with sampler, spread:
+        foreign = ForeignLoad(self.server_host, lambda: self._role_pids(
+            running, case.variant.database, client_pid))
+        with foreign, sampler, spread:
             generator, result = self._run(request, on_start=client_pid.append,
                                           name=case.load.generator)
         opened = self.server_host.tcp_connections_accepted() - opened_before
@@ -119,7 +123,7 @@ class Measurer:
                                                     / max(result.wall_s, 1e-6), 3))
         return Measurement(
             result=result, resources=resources, connections_opened=opened, warmup=warmup,
-            burst=burst, db_clock=clock, cache_fill=cache_fill,
+            burst=burst, db_clock=clock, cache_fill=cache_fill, noise=foreign.figures(),
             generator=GeneratorRecord(
                 name=generator.name, connection_close=request.connection_close,
                 **generator.describe(request, result), command=result.command,
@@ -168,6 +172,13 @@ class Measurer:
         if database != "none" and self.pids_of(database):
             groups["database"] = (lambda: self.pids_of(database), self.db_host)
         return groups
+
+    def _role_pids(self, running: Running, database: str,
+                   client_pid: list[int]) -> list[int]:
+        """Every role's pids, for the foreign load to leave out (those the harness did not
+        start itself, such as a database in a container, are not in its tree)."""
+        groups = self._resource_groups(running, database, client_pid)
+        return [pid for pids, _ in groups.values() for pid in pids()]
 
     @staticmethod
     def _worker_pids(server: ServerProcess) -> list[int] | None:

@@ -19,6 +19,7 @@ from bench.infra import databases, db, environment
 from bench.infra import state as run_state
 from bench.infra import topology
 from bench.infra.lifecycle import running_server
+from bench.infra.quiet import MachineWatch, noise_verdict
 from bench.infra.server import ServerError, log_tail
 from bench.infra.settle import settle
 from bench.infra.signals import shielded, sigterm_as_interrupt
@@ -181,8 +182,12 @@ class Run:
                 if engines:
                     self._provision(engines)
                 self._build_all({s.case.variant.server.label: s.case.variant.server for s in todo})
+                watch, last_round = MachineWatch(self.server_host), None
                 for n, sample in enumerate(todo, 1):
                     record = self._record(sample)
+                    if sample.round != last_round:      # before the run, then each round
+                        self._machine_state(watch, sample.round, last_round is None)
+                        last_round = sample.round
                     show.sample_started(n, sample.case.id, sample.round + 1)
                     self._keep_database_up(sample.case.variant.database)
                     self._run_sample(sample, record)
@@ -246,6 +251,16 @@ class Run:
             if not built.ok:
                 self.build_errors[server_id] = built.reason
             self.save()
+
+    def _machine_state(self, watch: MachineWatch, rnd: int, first: bool) -> None:
+        """The server host's state into the environment block, with the foreign load
+        since the reading before (bench.infra.quiet)."""
+        label = f"round {rnd + 1}" if not first else \
+            ("before the run" if rnd == 0 else f"resumed at round {rnd + 1}")
+        self.display.phase("machine state")
+        self.doc.environment.setdefault("machine_state", {"host": self.server_host.name,
+                                                          "readings": []})
+        self.doc.environment["machine_state"]["readings"].append(watch.reading(label))
 
     # ------------------------------------------------------------------ one sample
     def _record(self, sample: Sample) -> SampleRecord:
@@ -320,6 +335,7 @@ class Run:
             record.checks["cache_fill"] = m.cache_fill
         record.summary, record.generator = m.result.summary, m.generator
         record.resources, record.server_process = m.resources, m.server_process
+        record.noise = m.noise
         if m.server_exit is not None:
             record.mark_failed(f"server exited during the run (code {m.server_exit})")
             return
@@ -329,6 +345,11 @@ class Run:
         record.checks.update(verdict.figures)
         record.warnings += verdict.warnings
         record.judged(verdict.valid, verdict.reason)
+        noisy = noise_verdict(m.noise, self.settings.foreign_cpu_limit)
+        if noisy and self.settings.strict and verdict.valid:
+            record.mark_invalid(f"{noisy} (--strict)")
+        elif noisy:
+            record.warnings.append(noisy)
         unfilled = not_filled(m.cache_fill)
         if unfilled and verdict.valid:
             record.mark_invalid(unfilled)

@@ -97,6 +97,7 @@ class SampleRecord(Record):
     connections_opened: int = optional()   # TCP connections accepted during the window
     burst: BurstRecord = optional()
     log_tail: str | None = optional()      # the end of the log of a sample that went wrong
+    noise: dict | None = optional()        # other processes' CPU and steal in the window
 
     @classmethod
     def pending(cls, index: int, rnd: int) -> "SampleRecord":

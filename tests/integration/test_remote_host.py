@@ -227,6 +227,18 @@ def test_fingerprint_has_the_environment_blocks_keys(hosts):
     assert block["kernel"] == local["kernel"] and block["cpu_count"] == local["cpu_count"]
 
 
+def test_the_machine_state_and_foreign_load_are_read_on_the_remote_host(hosts):
+    """bench.infra.quiet reads the remote server host through its agent: its state, and
+    a snapshot whose harness is the agent's own tree (what it started there)."""
+    from bench.infra.quiet import MachineWatch
+    host = hosts("db")
+    snapshot = host.call("cpu_snapshot")
+    assert host.agent_pid in snapshot["harness"] and snapshot["hz"] > 0
+    reading = MachineWatch(host).reading("before the run")
+    assert "unavailable" not in reading and reading["loopback_mtu"] \
+        and 0 <= reading["load"]["foreign_cpu_share"] <= 1
+
+
 # ------------------------------------------------------------------ failures and cleanup
 
 def test_close_leaves_nothing_it_started_in_any_namespace(netns_testbed):

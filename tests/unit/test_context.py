@@ -23,7 +23,8 @@ DEFAULT_PUBLIC = {
     "ceiling": True, "server_cpus": None, "client_cpus": None, "db_cpus": None, "rates": [],
     "knee_p99_ms": 20.0, "burst": 0.0, "workers": 8, "db_connections": 64, "timeout": 5.0,
     "seed": 1, "order_seed": None, "token": "(default)", "host": "127.0.0.1", "port": 18080,
-    "error_threshold": 0.001, "unstable_cv": 0.1, "verify": True, "db_mode": "auto",
+    "error_threshold": 0.001, "unstable_cv": 0.1, "foreign_cpu_limit": 0.05,
+    "strict": False, "verify": True, "db_mode": "auto",
     "pg_port": 15432, "mysql_port": 13306, "postgres_dsn": False, "mysql_dsn": False,
     "keep_db": False, "results_dir": str(REPO / "results"),
     "servers_dirs": [str(REPO / "servers")], "threads_requested": None}

@@ -7,7 +7,7 @@ import os
 import platform
 import socket
 
-from . import files, network, procfs, programs
+from . import files, network, procfs, programs, quietness
 
 
 def send_signal(pids: list[int], sig: int) -> None:
@@ -80,4 +80,5 @@ STEPS = {
     "server_processes": procfs.server_processes, "listeners": procfs.listeners,
     "postgres_bindir": programs.postgres_bindir, "mysqld_binaries": programs.mysqld_binaries,
     "rtt": network.rtt, "machine": machine,
+    "cpu_snapshot": quietness.cpu_snapshot, "machine_state": quietness.machine_state,
 }
