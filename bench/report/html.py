@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench.report import charts, levels
+from bench.report import charts, cost, levels
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
 
@@ -119,6 +119,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
     parts += _levels_html(tables, doc, images)
     for table in rates:
         parts += _rates_html(table, images)
+    parts += cost.cost_html(doc)
     parts += ["<h2>Verification</h2>", _verification(doc),
               "<h2>Environment</h2>", _environment(doc)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
