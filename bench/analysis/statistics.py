@@ -160,11 +160,17 @@ def cost_summary(samples: list[dict]) -> dict:
                 "memory_mb": _median_of(have, lambda g: g["memory_mean_mb"]),
                 "accounting": "/".join(sorted({g.get("accounting") or "procfs"
                                                for g in have}))}
-    machine = [m["cpu_us_per_request"] for s in samples
-               for m in ((s.get("resources") or {}).get("machine") or {}).values()
-               if m.get("cpu_us_per_request") is not None]
-    if out and machine:
-        out["machine_cpu_us_per_request"] = pystats.median(machine)
+    machines = [m for s in samples
+                for m in ((s.get("resources") or {}).get("machine") or {}).values()
+                if m.get("cpu_us_per_request") is not None]
+    if out and machines:
+        out["machine_cpu_us_per_request"] = pystats.median(m["cpu_us_per_request"]
+                                                           for m in machines)
+        # the orchestrator's own share of the machine (its sampler reads every process)
+        harness = [m["harness_cpu_s"] * 1e6 / m["requests"] for m in machines
+                   if m.get("harness_cpu_s") is not None and m.get("requests")]
+        out["harness_cpu_us_per_request"] = round(pystats.median(harness), 1) \
+            if harness else None
     return out
 
 

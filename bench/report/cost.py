@@ -15,18 +15,24 @@ ROLES = (("server", "server"), ("database", "db"), ("proxy", "proxy"),
          ("client", "generator"))
 HEADERS = ["test", "server", "database", "load", "req/s",
            *[f"{label} CPU-µs/req" for _, label in ROLES], "Σ roles", "machine", "gap",
+           "harness",
            "PSS MiB (server/db/proxy)", "accounting"]
 EXPLAINED = ("CPU-µs per request: each role's CPU over the measured window divided by the "
              "requests answered in it (median over ok samples). Σ roles is their sum; "
              "machine is the whole machine's busy CPU (/proc/stat, every process) per "
-             "request; gap = (machine − Σ roles) / machine: the harness's own sampling and "
-             "whatever else ran. accounting: cgroup2 (exact: each role in a cgroup of its "
+             "request; gap = (machine − Σ roles) / machine: what no role used; harness: the "
+             "orchestrator's own share of it (its sampler), the rest is other processes "
+             "of the machine. accounting: cgroup2 (exact: each role in a cgroup of its "
              "own), procfs (sampled 4×/s; misses processes that exit between readings) or "
              "rusage (the generator's own wait4 figure).")
 
 
 def _num(value, spec: str = ",.0f") -> str:
     return "-" if value is None else f"{value:{spec}}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} %"
 
 
 def _load(case: dict) -> str:
@@ -50,6 +56,8 @@ def cost_rows(doc: dict) -> list[list[str]]:
         total = sum(v for v in per_role if v is not None)
         machine = cost.get("machine_cpu_us_per_request")
         gap = (machine - total) / machine * 100 if machine else None
+        harness = cost.get("harness_cpu_us_per_request")
+        harness_share = harness / machine * 100 if machine and harness is not None else None
         memory = "/".join(_num((cost.get(role) or {}).get("memory_mb"))
                           for role in ("server", "database", "proxy"))
         accounting = ", ".join(f"{label} {cost[role]['accounting']}" for role, label in ROLES
@@ -57,7 +65,7 @@ def cost_rows(doc: dict) -> list[list[str]]:
         rows.append([case["test"], case["server"], case["database"], _load(case),
                      _num((stats.get("requests_per_sec") or {}).get("median")),
                      *[_num(v) for v in per_role], _num(total), _num(machine),
-                     _num(gap, "+.1f") + (" %" if gap is not None else ""), memory,
+                     _percent(gap), _percent(harness_share), memory,
                      accounting])
     return rows
 

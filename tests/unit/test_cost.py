@@ -16,7 +16,7 @@ def _group(cpu_s: float, accounting: str = "cgroup2", memory: float = 50.0) -> d
 def _sample(server_s: float, requests: int = 10_000) -> dict:
     resources = {"server": _group(server_s), "database": _group(0.5, memory=200.0),
                  "client": _group(0.3, "rusage", None),
-                 "machine": {"local": {"busy_cpu_s": server_s + 0.9}}}
+                 "machine": {"local": {"busy_cpu_s": server_s + 0.9, "harness_cpu_s": 0.05}}}
     add_cost(resources, requests)
     return {"status": "ok", "resources": resources,
             "summary": {"requests": requests, "requests_per_sec": requests / 5,
@@ -41,6 +41,7 @@ def test_a_case_takes_the_median_over_its_samples_and_says_how_it_was_measured()
                                  "accounting": "cgroup2"}
     assert summary["client"]["accounting"] == "rusage"
     assert summary["machine_cpu_us_per_request"] == 290.0
+    assert summary["harness_cpu_us_per_request"] == 5.0
     assert "proxy" not in summary
 
 
@@ -64,7 +65,7 @@ def test_the_cost_table_sets_the_roles_sum_against_the_machine():
     doc = {"settings": {}, "cases": [case]}
     [row] = cost.cost_rows(doc)
     assert row[3] == "64 conn, rate 2000, behind nginx"
-    assert row[5:12] == ["100", "50", "-", "30", "180", "190", "+5.3 %"]
+    assert row[5:13] == ["100", "50", "-", "30", "180", "190", "5.3 %", "2.6 %"]
     assert "server cgroup2" in row[-1] and "generator rusage" in row[-1]
     assert cost.cost_markdown({"settings": {}, "cases": []}) == []
 
