@@ -144,8 +144,12 @@ class MachineCpu:
             if before is None or not isinstance(after, dict):
                 continue
             busy = (after["busy"] - before["busy"]) / 1e6
+            elapsed = (after["at"] - before["at"]) / 1e6
             self.figures[host.name] = {
                 "busy_cpu_s": round(busy, 3),
+                # exact where busy is tick-sampled (see procfs.machine_cpu_us)
+                "not_idle_cpu_s": round(after["cpus"] * elapsed
+                                        - (after["idle"] - before["idle"]) / 1e6, 3),
                 "steal_cpu_s": round((after["steal"] - before["steal"]) / 1e6, 3),
                 "cpus": after["cpus"], "mean_busy_cores": round(busy / max(wall_s, 1e-6), 3),
                 # the orchestrator (this process, its sampler thread included)

@@ -188,6 +188,8 @@ def add_cost(resources: dict, requests: int | None) -> None:
             resources[role]["cpu_us_per_request"] = per_request(resources[role]["cpu_s"])
     for figures in (resources.get("machine") or {}).values():
         figures["cpu_us_per_request"] = per_request(figures["busy_cpu_s"])
+        if "not_idle_cpu_s" in figures:
+            figures["not_idle_cpu_us_per_request"] = per_request(figures["not_idle_cpu_s"])
         figures["requests"] = requests
 
 

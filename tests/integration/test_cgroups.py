@@ -87,3 +87,24 @@ def test_a_killed_owners_cgroups_are_removed_and_their_processes_moved_out():
     finally:
         sleeper.stdin.close()
         sleeper.wait()
+
+
+def test_a_process_in_another_managers_cgroup_is_not_moved_and_its_role_falls_back():
+    other = os.path.join(procfs.cgroup2_mount(), "webbench-test-other")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                               stdin=subprocess.PIPE)
+    os.makedirs(other, exist_ok=True)
+    try:
+        with open(os.path.join(other, "cgroup.procs"), "w") as f:
+            f.write(str(sleeper.pid))
+        sampler = ResourceSampler({"database": lambda: [sleeper.pid]})
+        with sampler:
+            pass
+        database = sampler.figures()["database"]
+        assert database["accounting"] == "procfs"
+        assert "/webbench-test-other" in database["accounting_note"]
+        assert procfs.cgroup_of(sleeper.pid) == "/webbench-test-other"
+    finally:
+        sleeper.stdin.close()
+        sleeper.wait()
+        os.rmdir(other)

@@ -61,12 +61,18 @@ def _relative(path: str) -> str:
 def cgroup_place(path: str, pids: list[int]) -> dict:
     """Move each process (all its threads) into the cgroup at `path`; what it forks later
     is born there. {"moved": pids, "homes": {pid: the cgroup it came from}, "failed":
-    {pid: why}}; a process already gone is left out, one already there is not moved."""
-    inside = _relative(path)
+    {pid: why}}; a process already gone is left out, one already there is not moved.
+    Only processes in this process's own cgroup (what it or its children started) move."""
+    inside, own = _relative(path), procfs.cgroup_of(os.getpid())
     moved, homes, failed = [], {}, {}
     for pid in pids:
         home = procfs.cgroup_of(pid)
         if home is None or home == inside:
+            continue
+        if home != own:
+            # another manager's cgroup (a container's, a service's): moving it out would
+            # take it out of that manager's limits
+            failed[str(pid)] = f"it is in the cgroup {home}, not in this process's ({own})"
             continue
         try:
             with open(os.path.join(path, "cgroup.procs"), "w") as f:

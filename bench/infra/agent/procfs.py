@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 CLK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -358,11 +359,20 @@ def cgroup_of(pid: int) -> str | None:
 def machine_cpu_us() -> dict:
     """The whole machine's CPU time so far, all CPUs, in µs (the first line of /proc/stat):
     busy = user + nice + system + irq + softirq (guest time is inside user already);
-    steal (what a hypervisor gave to others) and idle (idle + iowait) apart."""
-    fields = read_text("/proc/stat").splitlines()[0].split()[1:]
+    steal (what a hypervisor gave to others) and idle (idle + iowait) apart; `at` the
+    monotonic clock (µs) when read, `cpus` the CPUs /proc/stat counts.
+
+    The busy fields are sampled on the timer tick (a tick that finds a CPU running counts
+    a whole tick), while idle on a tickless kernel is timed exactly: for load that wakes
+    in step with timers (a fixed-rate generator) busy can be off by much, and
+    cpus × elapsed − idle is the better figure of the two."""
+    lines = read_text("/proc/stat").splitlines()
+    at = time.monotonic()
+    fields = lines[0].split()[1:]
     user, nice, system, idle, iowait, irq, softirq = (int(v) for v in fields[:7])
     steal = int(fields[7]) if len(fields) > 7 else 0
     scale = 1_000_000 / CLK
     return {"busy": round((user + nice + system + irq + softirq) * scale),
             "steal": round(steal * scale), "idle": round((idle + iowait) * scale),
-            "cpus": os.cpu_count() or 1}
+            "cpus": sum(1 for line in lines[1:] if re.match(r"cpu\d", line)),
+            "at": round(at * 1_000_000)}
