@@ -19,8 +19,9 @@ HEADERS = ["test", "server", "database", "load", "req/s",
            "PSS MiB (server/db/proxy)", "accounting"]
 EXPLAINED = ("CPU-µs per request: each role's CPU over the measured window divided by the "
              "requests answered in it (median over ok samples). Σ roles is their sum; "
-             "machine is the whole machine's busy CPU (/proc/stat, every process) per "
-             "request; gap = (machine − Σ roles) / machine: what no role used; harness: the "
+             "machine is the whole machine's CPU per request, every process: "
+             "CPUs × elapsed − idle from /proc/stat (its tick-sampled busy fields miss much "
+             "of a fixed rate's short bursts); gap = (machine − Σ roles) / machine: what no role used; harness: the "
              "orchestrator's own share of it (its sampler), the rest is other processes "
              "of the machine. accounting: cgroup2 (exact: each role in a cgroup of its "
              "own), procfs (sampled 4×/s; misses processes that exit between readings) or "

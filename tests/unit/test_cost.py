@@ -30,6 +30,10 @@ def test_cpu_per_request_is_each_roles_cpu_over_the_requests_answered():
     assert resources["database"]["cpu_us_per_request"] == 50.0
     assert resources["client"]["cpu_us_per_request"] == 30.0
     assert resources["machine"]["local"]["cpu_us_per_request"] == 190.0
+    resources["machine"]["local"]["not_idle_cpu_s"] = 2.5     # preferred: idle is exact
+    add_cost(resources, 10_000)
+    assert resources["machine"]["local"]["cpu_us_per_request"] == 250.0
+    assert resources["machine"]["local"]["busy_cpu_us_per_request"] == 190.0
     nothing = {"server": _group(1.0)}
     add_cost(nothing, 0)
     assert nothing["server"]["cpu_us_per_request"] is None
@@ -68,6 +72,8 @@ def test_the_cost_table_sets_the_roles_sum_against_the_machine():
     assert row[5:13] == ["100", "50", "-", "30", "180", "190", "5.3 %", "2.6 %"]
     assert "server cgroup2" in row[-1] and "generator rusage" in row[-1]
     assert cost.cost_markdown({"settings": {}, "cases": []}) == []
+    assert cost.cost_html({"settings": {}, "cases": []}) == []
+    assert "<td>64 conn, rate 2000, behind nginx</td>" in "".join(cost.cost_html(doc))
 
 
 def test_a_host_that_cannot_make_cgroups_falls_back_to_procfs_and_says_why():
