@@ -136,6 +136,41 @@ def resource_summary(samples: list[dict]) -> dict:
             "memory_kind": next((r(s, "memory_kind") for s in have if r(s, "memory_kind")), None),
         }
     out["requests_per_server_cpu_s"] = _median_of(samples, _requests_per_server_cpu_s)
+    cost = cost_summary(samples)
+    if cost:                  # runs stored before cost was measured render as they did
+        out["cost"] = cost
+    return out
+
+
+COST_ROLES = ("server", "database", "proxy", "client")
+
+
+def cost_summary(samples: list[dict]) -> dict:
+    """Per role: the median CPU-µs per request, PSS (median of the means, MiB) and how
+    the CPU was measured; the machine's busy CPU-µs per request beside them. {} when no
+    sample has the figures."""
+    out: dict = {}
+    for role in COST_ROLES:
+        have = [s["resources"][role] for s in samples
+                if ((s.get("resources") or {}).get(role) or {}).get("cpu_us_per_request")
+                is not None]
+        if have:
+            out[role] = {
+                "cpu_us_per_request": pystats.median(g["cpu_us_per_request"] for g in have),
+                "memory_mb": _median_of(have, lambda g: g["memory_mean_mb"]),
+                "accounting": "/".join(sorted({g.get("accounting") or "procfs"
+                                               for g in have}))}
+    machines = [m for s in samples
+                for m in ((s.get("resources") or {}).get("machine") or {}).values()
+                if m.get("cpu_us_per_request") is not None]
+    if out and machines:
+        out["machine_cpu_us_per_request"] = pystats.median(m["cpu_us_per_request"]
+                                                           for m in machines)
+        # the orchestrator's own share of the machine (its sampler reads every process)
+        harness = [m["harness_cpu_s"] * 1e6 / m["requests"] for m in machines
+                   if m.get("harness_cpu_s") is not None and m.get("requests")]
+        out["harness_cpu_us_per_request"] = round(pystats.median(harness), 1) \
+            if harness else None
     return out
 
 

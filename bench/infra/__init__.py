@@ -13,6 +13,8 @@ server.py, proxy.py, lifecycle.py   a server (and a proxy in front) from start t
 databases/        where the databases come from: one module per provider and per engine
 db.py, settle.py  talking to a database; letting it settle between samples
 resources.py      CPU and memory of each role's processes during the measured window
+cgroups.py        each role in a cgroup v2 of its own for the window (exact CPU), and
+                  the machine's CPU over it (the steps are agent/cgroup.py)
 environment.py, topology.py   what the results record of the machines and the network
 state.py, signals.py          what a killed harness leaves for the next one; signals
 

@@ -12,7 +12,7 @@ import json
 
 from tabulate import tabulate
 
-from bench.report import levels, sweep
+from bench.report import cost, levels, sweep
 from bench.storage.results import VERIFICATION_REPORT
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
     header_sentence
@@ -61,7 +61,28 @@ EXTRA_COLUMNS = {
                  lambda r: r.resources.get("requests_per_server_cpu_s")),
     "relative": ("vs best", lambda r: _fmt(r.relative and r.relative * 100, ".1f", " %"),
                  lambda r: r.relative),
+    "cost": ("CPU-µs/req server / db / proxy / generator (machine)",
+             lambda r: cost_cell(r.resources), lambda r: cost_values(r.resources)),
 }
+
+
+def cost_values(resources: dict) -> list | None:
+    """CPU-µs per request of server, database, proxy, generator and the whole machine
+    (bench.analysis.statistics.cost_summary), None for a run that did not measure them."""
+    cost = (resources or {}).get("cost")
+    if not cost:
+        return None
+    return [(cost.get(role) or {}).get("cpu_us_per_request")
+            for role in ("server", "database", "proxy", "client")] + \
+        [cost.get("machine_cpu_us_per_request")]
+
+
+def cost_cell(resources: dict) -> str:
+    values = cost_values(resources)
+    if values is None:
+        return "-"
+    *roles, machine = [_fmt(v, ",.0f") for v in values]
+    return " / ".join(roles) + f" ({machine})"
 STATS_COLUMNS = ["status", "reason", "samples", "req_sec_cv", "req_sec_ci95_low",
                  "req_sec_ci95_high", "tie_with_row_above", "unstable", "client_bound",
                  "connections", "connection_mode", "proxy", "reference", "of_ceiling"]
@@ -168,6 +189,8 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
     out += sweep_markdown(tables)
     for table in rates:
         out += rate_markdown(table)
+    if "cost" in extra:             # closed-loop and fixed-rate cases alike
+        out += cost.cost_markdown(doc)
     return "\n".join(out)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench.report import charts, levels, sweep
+from bench.report import charts, cost, levels, sweep
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
 from bench.storage.results import VERIFICATION_REPORT
@@ -136,6 +136,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
     parts += _sweep_html(tables, images)
     for table in rates:
         parts += _rates_html(table, images)
+    parts += cost.cost_html(doc)
     parts += ["<h2>Verification</h2>", _verification(doc),
               "<h2>Environment</h2>", _environment(doc)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

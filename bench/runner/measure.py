@@ -16,7 +16,7 @@ from bench.core.plan import LoadParams, Sample
 from bench.infra import db
 from bench.infra.lifecycle import Running
 from bench.infra.quiet import ForeignLoad
-from bench.infra.resources import ConnectionSpread, ResourceSampler
+from bench.infra.resources import ConnectionSpread, ResourceSampler, add_cost
 from bench.infra.server import ServerProcess
 from bench.load.generator import LoadRequest, LoadResult
 from bench.runner.cache import FILL_N, FILL_ROUND_S, FILLS_CACHE, fill_cache
@@ -110,17 +110,24 @@ class Measurer:
                                n=case.n)
         foreign = ForeignLoad(self.server_host, lambda: self._role_pids(
             running, case.variant.database, client_pid))
+
+        def generator_started(pid: int) -> None:
+            client_pid.append(pid)
+            sampler.place("client", [pid])
         with foreign, sampler, spread:
-            generator, result = self._run(request, on_start=client_pid.append,
+            generator, result = self._run(request, on_start=generator_started,
                                           name=case.load.generator)
         opened = self.server_host.tcp_connections_accepted() - opened_before
         burst = self._burst(sample, running) if p.burst > 0 else None
         resources = sampler.figures()
-        # the generator's own CPU is known exactly (wait4's rusage); the sampler only sees
-        # it between readings, and not at all after it exits
-        resources["client"].update(cpu_s=round(result.client_cpu_s, 3),
-                                   mean_cores=round(result.client_cpu_s
-                                                    / max(result.wall_s, 1e-6), 3))
+        if resources["client"]["accounting"] != "cgroup2":
+            # the generator's own CPU is known exactly (wait4's rusage); the sampler only
+            # sees it between readings, and not at all after it exits
+            resources["client"].update(cpu_s=round(result.client_cpu_s, 3),
+                                       mean_cores=round(result.client_cpu_s
+                                                        / max(result.wall_s, 1e-6), 3),
+                                       accounting="rusage")
+        add_cost(resources, result.summary.get("requests"))
         return Measurement(
             result=result, resources=resources, connections_opened=opened, warmup=warmup,
             burst=burst, db_clock=clock, cache_fill=cache_fill, noise=foreign.figures(),

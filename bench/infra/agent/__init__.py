@@ -17,7 +17,8 @@ import json
 from pathlib import Path
 
 # in the order they are loaded on another host: each after the siblings it imports
-MODULES = ("procfs", "files", "programs", "network", "quietness", "steps", "children", "service")
+MODULES = ("procfs", "cgroup", "files", "programs", "network", "quietness", "steps", "children",
+           "service")
 
 # The command run over SSH (after `exec python3 -c`); nothing but this fixed text (and the
 # configured interpreter's name) is ever quoted for a shell.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 CLK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -329,3 +330,49 @@ def memory_total_kb() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def cgroup2_mount() -> str | None:
+    """Where the cgroup v2 hierarchy is mounted here (/sys/fs/cgroup on most machines,
+    /sys/fs/cgroup/unified beside a v1 hierarchy), None when it is not mounted."""
+    try:
+        for line in read_text("/proc/mounts").splitlines():
+            fields = line.split()
+            if len(fields) > 2 and fields[2] == "cgroup2":
+                return fields[1]
+    except OSError:
+        pass
+    return None
+
+
+def cgroup_of(pid: int) -> str | None:
+    """A process's cgroup v2 path below the mount ("/" for the root), None once gone."""
+    try:
+        for line in read_text("/proc/%d/cgroup" % pid).splitlines():
+            if line.startswith("0::"):
+                return line[3:]
+    except OSError:
+        pass
+    return None
+
+
+def machine_cpu_us() -> dict:
+    """The whole machine's CPU time so far, all CPUs, in µs (the first line of /proc/stat):
+    busy = user + nice + system + irq + softirq (guest time is inside user already);
+    steal (what a hypervisor gave to others) and idle (idle + iowait) apart; `at` the
+    monotonic clock (µs) when read, `cpus` the CPUs /proc/stat counts.
+
+    The busy fields are sampled on the timer tick (a tick that finds a CPU running counts
+    a whole tick), while idle on a tickless kernel is timed exactly: for load that wakes
+    in step with timers (a fixed-rate generator) busy can be off by much, and
+    cpus × elapsed − idle is the better figure of the two."""
+    lines = read_text("/proc/stat").splitlines()
+    at = time.monotonic()
+    fields = lines[0].split()[1:]
+    user, nice, system, idle, iowait, irq, softirq = (int(v) for v in fields[:7])
+    steal = int(fields[7]) if len(fields) > 7 else 0
+    scale = 1_000_000 / CLK
+    return {"busy": round((user + nice + system + irq + softirq) * scale),
+            "steal": round(steal * scale), "idle": round((idle + iowait) * scale),
+            "cpus": sum(1 for line in lines[1:] if re.match(r"cpu\d", line)),
+            "at": round(at * 1_000_000)}

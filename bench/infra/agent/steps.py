@@ -7,7 +7,7 @@ import os
 import platform
 import socket
 
-from . import files, network, procfs, programs, quietness
+from . import cgroup, files, network, procfs, programs, quietness
 
 
 def send_signal(pids: list[int], sig: int) -> None:
@@ -81,4 +81,8 @@ STEPS = {
     "postgres_bindir": programs.postgres_bindir, "mysqld_binaries": programs.mysqld_binaries,
     "rtt": network.rtt, "machine": machine,
     "cpu_snapshot": quietness.cpu_snapshot, "machine_state": quietness.machine_state,
+    "cgroup_open": cgroup.cgroup_open, "cgroup_place": cgroup.cgroup_place,
+    "cgroup_usage": cgroup.cgroup_usage, "cgroup_close": cgroup.cgroup_close,
+    "cgroup_remove_leftovers": cgroup.cgroup_remove_leftovers,
+    "machine_cpu_us": procfs.machine_cpu_us,
 }
