@@ -223,6 +223,8 @@ def csv_rows(tables: list[Table], extra: list[str] = (),
 
 
 def _csv_value(value) -> str:
+    if isinstance(value, str):
+        return value
     if isinstance(value, list):
         return " ".join(_number(v) for v in value)
     return _number(value)
