@@ -31,6 +31,7 @@ def verifier(token: str, suite: bool = False, relay=None) -> Callable:
         v = server.variant
         endpoint = relay.upstream if relay is not None else server.endpoint
         workers = guarded("workers", lambda: [check_workers(server)])
+        conformance = begin(server.base_url, token)
         report = verify_server(server.base_url, server_id=v.server.id, database=v.database,
                                orm=v.orm, token=token, endpoint=endpoint)
         report.checks[:0] = workers
@@ -47,21 +48,32 @@ def verifier(token: str, suite: bool = False, relay=None) -> Callable:
                 found, report.connections = check_connections(server)
                 return [found]
             report.checks += guarded("DB connections", connections)
-        report.conformance["none"] = conformance_of(server.base_url, token)
+        report.conformance["none"] = conformance()
         return report
     return check
 
 
-def conformance_of(base_url: str, token: str) -> dict:
-    """The HTTP conformance verdicts of the endpoint at base_url; a harness-side error
-    makes every check not applicable, saying so (a warning block never stops a run)."""
+def begin(base_url: str, token: str) -> Callable[[], dict]:
+    """HTTP conformance of the endpoint at base_url, begun now (bench.verify.conformance.
+    begin_conformance) and finished by the function returned; a harness-side error makes
+    every check not applicable, saying so (a block of warnings never stops a run)."""
     from bench.core.conformance import CHECKS, NOT_APPLICABLE
-    from bench.verify.conformance import check_conformance, verdict
-    try:
-        return check_conformance(base_url, token)
-    except Exception as exc:  # noqa: BLE001
+    from bench.verify.conformance import begin_conformance, verdict
+
+    def unjudged(exc: Exception) -> dict:
         why = f"harness error: {type(exc).__name__}: {str(exc)[:200]}"
         return {name: verdict(NOT_APPLICABLE, why) for name in CHECKS}
+    try:
+        finish = begin_conformance(base_url, token)
+    except Exception as exc:  # noqa: BLE001
+        return lambda exc=exc: unjudged(exc)
+
+    def finished() -> dict:
+        try:
+            return finish()
+        except Exception as exc:  # noqa: BLE001
+            return unjudged(exc)
+    return finished
 
 
 def check_behind(running, proxies: dict, settings, token: str, host, log_path) -> None:
@@ -79,7 +91,7 @@ def check_behind(running, proxies: dict, settings, token: str, host, log_path) -
                                upstream_host=settings.host, upstream_port=settings.port,
                                workers=settings.workers, log_path=log_path,
                                cpus=settings.cpus("server"), host=host) as proxy:
-                running.verification.conformance[name] = conformance_of(proxy.base_url, token)
+                running.verification.conformance[name] = begin(proxy.base_url, token)()
         except ServerError as exc:
             why = f"the {name} proxy did not start: {str(exc)[:200]}"
             running.verification.conformance[name] = {c: verdict(NOT_APPLICABLE, why)
