@@ -27,6 +27,9 @@ from bench.verify.rawhttp import Answer, ClosedUnanswered, Connection, Garbled, 
 
 TIMEOUT_S = 5.0          # for an answer: generous, a check that runs out of it fails
 CLOSE_WAIT_S = 2.0       # for the server to close a connection it must close
+# for an answer to a malformed request, sent whole: a server that will answer it does so
+# at once, and one that waits on (for a CRLF that never comes) would hold TIMEOUT_S
+MALFORMED_WAIT_S = 2.0
 DATE_WAIT_S = 3.0        # for Date to move on after the clock's second changed
 SPLIT_PAUSE_S = 0.002    # between the split writes: each reaches the server on its own
 BIG_HEADER = 64 * 1024
@@ -221,7 +224,7 @@ def malformed(target: Target, data: bytes, tag: str,
     with target.connect() as conn:
         conn.send(data)
         try:
-            answer = conn.read_response()
+            answer = conn.read_response(MALFORMED_WAIT_S)
         except ClosedUnanswered:
             return PASS, "closed without answering"
     if answer.status >= 500 and answer.status != 501:
@@ -288,7 +291,7 @@ def check_cl_te(target: Target) -> dict:
     with target.connect() as conn:
         conn.send(data)
         try:
-            answer = conn.read_response()
+            answer = conn.read_response(MALFORMED_WAIT_S)
         except ClosedUnanswered:
             return verdict(PASS, "closed without answering")
         first = f"answered {answer.status}"
