@@ -92,7 +92,7 @@ def check_date(target: Target, first: Answer) -> dict:
     if not IMF_FIXDATE.match(value):
         return verdict(FAIL, f"Date {value!r} is not IMF-fixdate")
     start = parsedate_to_datetime(value).timestamp()
-    offset = start - time.time()
+    offset = start - first.received_at      # the first answer may be seconds old by now
     if abs(offset) > 60:
         return verdict(FAIL, f"Date {value!r} is {offset:+.0f} s from this machine's clock")
     deadline = start + 1 + DATE_WAIT_S

@@ -30,6 +30,7 @@ class Answer:
     http_version: str
     headers: list[tuple[str, str]]     # names lower-case, in the order received
     body: bytes
+    received_at: float                 # this machine's clock (time.time()) when complete
 
     def header(self, name: str) -> str | None:
         """The field's value (several lines joined with ", "), None when absent."""
@@ -141,7 +142,7 @@ class Connection:
         self.pending = parser.trailing_data[0]
         return Answer(status.status_code, "HTTP/" + status.http_version.decode(),
                       [(k.decode("latin-1").lower(), v.decode("latin-1"))
-                       for k, v in status.headers], body)
+                       for k, v in status.headers], body, time.time())
 
     def closed_within(self, seconds: float) -> bool:
         """Whether the server closes the connection within `seconds` (bytes it sends
