@@ -75,6 +75,9 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_databases(ver)
     arguments.add_hosts(ver)
     ver.add_argument("--results-dir", type=Path, default=Settings().results_dir)
+    ver.add_argument("--behind", type=arguments.csv_list, default=None, metavar="PROXY,...",
+                     help="check HTTP conformance through these reverse proxies too (folders "
+                          "under proxies/, e.g. nginx), as a run's --behind puts them in front")
 
     compare.add_parser(sub)
     cal = sub.add_parser("calibrate", help="run the selection twice (A/A) and store per-case "

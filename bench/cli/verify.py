@@ -8,7 +8,7 @@ import json
 
 from bench.core.manifest import ServerSpec
 from bench.core.plan import plan
-from bench.core.settings import SelectionError, Settings
+from bench.core.settings import NO_PROXY, SelectionError, Settings
 from bench.infra.server import ServerError
 from bench.session import FOR_VERIFY, Session, servers_unavailable
 from bench.storage import results
@@ -16,7 +16,10 @@ from bench.verify import verified_server
 
 
 def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=None) -> int:
-    cases = plan(settings, specs, unavailable=servers_unavailable(specs, hosts))
+    from bench.infra.proxy import available_proxies
+    found = available_proxies()
+    cases = plan(settings, specs, list(found), unavailable=servers_unavailable(specs, hosts))
+    proxies = {name: found[name] for name in settings.behind if name != NO_PROXY}
     variants = list(dict.fromkeys(c.variant for c in cases))
     if not variants:
         raise SelectionError("the selection matches no server variant")
@@ -39,7 +42,8 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
                 try:
                     with verified_server(v, session.launch, endpoints.get(v.database), log,
                                          token=settings.token, suite=settings.with_suite,
-                                         host=session.host("server")) as running:
+                                         host=session.host("server"),
+                                         proxies=proxies) as running:
                         report = running.verification
                     reports[v.key] = report.to_dict()
                     print(report.summary_text() + "\n", flush=True)

@@ -12,6 +12,7 @@ import json
 
 from tabulate import tabulate
 
+from bench.core.conformance import cell as conformance_cell
 from bench.report import cost, levels, sweep
 from bench.storage.results import VERIFICATION_REPORT
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
@@ -63,7 +64,12 @@ EXTRA_COLUMNS = {
                  lambda r: r.relative),
     "cost": ("CPU-µs/req server / db / proxy / generator (machine)",
              lambda r: cost_cell(r.resources), lambda r: cost_values(r.resources)),
+    "conformance": ("HTTP conformance", lambda r: conformance_cell(r.conformance),
+                    lambda r: conformance_cell(r.conformance) if r.conformance else None),
 }
+# extra columns left out of a run none of whose rows has their figure (a run from before
+# they existed renders as it did)
+ONLY_WITH_DATA = {"conformance", "cost"}
 
 
 def cost_values(resources: dict) -> list | None:
@@ -83,9 +89,16 @@ def cost_cell(resources: dict) -> str:
         return "-"
     *roles, machine = [_fmt(v, ",.0f") for v in values]
     return " / ".join(roles) + f" ({machine})"
+
+
 STATS_COLUMNS = ["status", "reason", "samples", "req_sec_cv", "req_sec_ci95_low",
                  "req_sec_ci95_high", "tie_with_row_above", "unstable", "client_bound",
                  "connections", "connection_mode", "proxy", "reference", "of_ceiling"]
+
+
+def shown_extra(tables: list[Table], extra: list[str]) -> list[str]:
+    return [c for c in extra if c not in ONLY_WITH_DATA
+            or any(EXTRA_COLUMNS[c][2](r) is not None for t in tables for r in t.rows)]
 
 
 def _rps_cell(row: Row) -> str:
@@ -156,6 +169,7 @@ def rate_markdown(table: RateTable) -> list[str]:
 
 def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
                 rates: list[RateTable] = ()) -> str:
+    extra = shown_extra(tables, extra)
     out = [f"# Results of run {doc['run_id']}", "", header_sentence(doc), ""]
     out += verification_sentence(doc)
     repeat = doc["settings"].get("repeat", 1)
@@ -266,6 +280,8 @@ def csv_rows(tables: list[Table], extra: list[str] = (),
 
 
 def _csv_value(value) -> str:
+    if isinstance(value, str):
+        return value
     if isinstance(value, list):
         return " ".join(_number(v) for v in value)
     return _number(value)
@@ -275,6 +291,7 @@ def to_csv(tables: list[Table], doc: dict | None = None, extra: list[str] = (),
            rates: list[RateTable] = ()) -> str:
     """The closed-loop rows; then, after a blank line, the open-model points (their own
     columns) when there are any."""
+    extra = shown_extra(tables, extra)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     leveled = has_levels(tables, rates)
@@ -309,6 +326,11 @@ def _with_level(data: dict, n: int | None, leveled: bool) -> dict:
     return data
 
 
+def _conformance(row: Row) -> dict:
+    """The row's HTTP conformance verdicts, for a run that recorded them."""
+    return {} if row.conformance is None else {"conformance": row.conformance}
+
+
 def to_json(tables: list[Table], doc: dict, extra: list[str] = (),
             rates: list[RateTable] = ()) -> str:
     leveled = has_levels(tables, rates)
@@ -324,7 +346,7 @@ def to_json(tables: list[Table], doc: dict, extra: list[str] = (),
                       "client_bound": r.client_bound, "resources": r.resources,
                       "error_rate": r.error_rate, "relative_to_best": r.relative,
                       "reference": r.reference, "of_ceiling": r.of_ceiling,
-                      "notes": r.notes}, r.n, leveled) for r in t.rows],
+                      "notes": r.notes, **_conformance(r)}, r.n, leveled) for r in t.rows],
             "ceiling": t.ceiling}, t.n, leveled) for t in tables],
         "rate_tables": [_with_level({"test": t.test, "title": t.title, "load": t.load,
                                      "knee_p99_ms": t.bound_ms, "knees": t.knees,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from bench.core.conformance import CHECKS, PASS
 from bench.report import charts, cost, levels, sweep
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
@@ -77,6 +78,29 @@ def _sweep_html(tables: list[Table], images: dict) -> list[str]:
     return out
 
 
+def _conformance(doc: dict) -> list[str]:
+    """Every endpoint's HTTP conformance verdicts (a run that recorded any): a verdict
+    per check, then what was seen wherever a check did not pass."""
+    blocks = [(f"{key}" + ("" if proxy == "none" else f" behind {proxy}"), verdicts)
+              for key, r in sorted(doc.get("verification", {}).items())
+              for proxy, verdicts in (r.get("conformance") or {}).items()]
+    if not blocks:
+        return []
+    rows = [[where, *[(v.get(c) or {}).get("verdict", "-") for c in CHECKS]]
+            for where, v in blocks]
+    seen = [f"<li>{html.escape(where)}, {html.escape(c)}: {html.escape(v[c]['verdict'])}: "
+            f"{html.escape(v[c]['detail'])}</li>"
+            for where, v in blocks for c in CHECKS if c in v and v[c]["verdict"] != PASS]
+    return ["<h3>HTTP conformance</h3>",
+            '<p class="caption">Checked before any load, against the endpoint the load hits; '
+            "warnings only: a server that fails a check is still measured, and marked in "
+            "the tables' notes.</p>",
+            tabulate(rows, ["endpoint", *CHECKS], tablefmt="html"),
+            "<dl>" + "".join(f"<dt>{html.escape(c)}</dt><dd>{html.escape(d)}</dd>"
+                             for c, d in CHECKS.items()) + "</dl>",
+            *(["<ul>" + "".join(seen) + "</ul>"] if seen else [])]
+
+
 def _rates_html(table: RateTable, images: dict) -> list[str]:
     knees = "".join(f"<li>{html.escape(name)}: " + (f"{rate:,.0f} req/s" if rate else "none")
                     + "</li>" for name, rate in table.knees.items())
@@ -137,7 +161,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
     for table in rates:
         parts += _rates_html(table, images)
     parts += cost.cost_html(doc)
-    parts += ["<h2>Verification</h2>", _verification(doc),
+    parts += ["<h2>Verification</h2>", _verification(doc), *_conformance(doc),
               "<h2>Environment</h2>", _environment(doc)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>webbench {html.escape(doc['run_id'])}</title><style>{STYLE}</style>"

@@ -14,6 +14,7 @@ from bench.analysis import statistics
 from bench.analysis.knee import RatePoint, knee
 from bench.analysis.statistics import Spread
 from bench.core import suite
+from bench.core.conformance import cell as conformance_cell, failed_checks
 from bench.core.settings import ALL_TESTS, NO_DB_TESTS, format_cpu_list
 
 CONTRACT_COLUMNS = ["test_name", "webserver_name", "database", "orm", "req/sec",
@@ -41,6 +42,9 @@ class Row:
     reference: bool = False            # a reference server (the ceiling), not a framework
     of_ceiling: float | None = None    # median / the reference server's median
     n: int | None = None               # the suite's rows per request; None for other tests
+    # HTTP conformance verdicts of the endpoint the load hit (check -> verdict); None
+    # when the run recorded none (older runs, --no-verify)
+    conformance: dict | None = None
 
     @property
     def ranked(self) -> bool:
@@ -112,6 +116,12 @@ def _row(case: dict, reference: bool = False) -> Row:
                reference=reference, n=level(case))
 
 
+def conformance_of(doc: dict, case: dict, proxy: str) -> dict | None:
+    """The verdicts verification recorded for the endpoint this case's load hit."""
+    key = f"{case['server']}/{case['database']}/{'orm' if case['orm'] else 'raw'}"
+    return ((doc.get("verification") or {}).get(key) or {}).get("conformance", {}).get(proxy)
+
+
 def _table_order(item) -> tuple:
     """The tests in ALL_TESTS' order (the contract's four, then the suite), n ascending,
     then connections, mode, and direct before a proxy."""
@@ -156,6 +166,13 @@ def build_tables(doc: dict) -> list[Table]:
             for row, _ in ranked:
                 row.of_ceiling = row.rps.median / ceiling.rps.median
         for row, case in ranked + others:
+            row.conformance = conformance_of(doc, case, proxy)
+            if row.conformance and failed_checks(row.conformance):
+                # measured all the same, and marked (README, "HTTP conformance")
+                table.notes.append(f"{row.server}{' behind ' + proxy if proxy != 'none' else ''}"
+                                   f": HTTP conformance {conformance_cell(row.conformance)}, "
+                                   "see the verification report")
+                row.notes.append(len(table.notes))
             for warning in case.get("warnings", []):
                 table.notes.append(f"{row.server} ({case['database']}, "
                                    f"{'orm' if case['orm'] else 'raw'}): {warning}")

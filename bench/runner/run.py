@@ -373,7 +373,9 @@ class Run:
                              log_path.with_name(log_path.stem.split("#")[0] + "#verify.log"),
                              token=self.settings.token, suite=self.settings.with_suite,
                              overhead_s=started, settle_db=self._settler(endpoint),
-                             on_phase=self.display.phase, host=self.server_host) as running:
+                             on_phase=self.display.phase, host=self.server_host,
+                             # the reference (ceiling) is only ever measured directly
+                             proxies={} if variant.server.reference else self.proxies) as running:
             report = running.verification
         overhead_s["verify"] = round(started.get("total", 0.0), 4)
         self._record_verification(variant.key, report)

@@ -1,6 +1,7 @@
 """Verification of a started server: its workers (`workers`), the contract over HTTP
 (`contract`), statements per request (`querycount`), the DB connections it holds
-(`connections`) and commands it pipelines to its database (`pipelining`, a relay)."""
+(`connections`), commands it pipelines to its database (`pipelining`, a relay) and how
+well it speaks HTTP/1.1 (`conformance`, directly and through each `--behind` proxy)."""
 from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
@@ -30,6 +31,7 @@ def verifier(token: str, suite: bool = False, relay=None) -> Callable:
         v = server.variant
         endpoint = relay.upstream if relay is not None else server.endpoint
         workers = guarded("workers", lambda: [check_workers(server)])
+        conformance = begin(server.base_url, token)
         report = verify_server(server.base_url, server_id=v.server.id, database=v.database,
                                orm=v.orm, token=token, endpoint=endpoint)
         report.checks[:0] = workers
@@ -46,18 +48,65 @@ def verifier(token: str, suite: bool = False, relay=None) -> Callable:
                 found, report.connections = check_connections(server)
                 return [found]
             report.checks += guarded("DB connections", connections)
+        report.conformance["none"] = conformance()
         return report
     return check
 
 
+def begin(base_url: str, token: str) -> Callable[[], dict]:
+    """HTTP conformance of the endpoint at base_url, begun now (bench.verify.conformance.
+    begin_conformance) and finished by the function returned; a harness-side error makes
+    every check not applicable, saying so (a block of warnings never stops a run)."""
+    from bench.core.conformance import CHECKS, NOT_APPLICABLE
+    from bench.verify.conformance import begin_conformance, verdict
+
+    def unjudged(exc: Exception) -> dict:
+        why = f"harness error: {type(exc).__name__}: {str(exc)[:200]}"
+        return {name: verdict(NOT_APPLICABLE, why) for name in CHECKS}
+    try:
+        finish = begin_conformance(base_url, token)
+    except Exception as exc:  # noqa: BLE001
+        return lambda exc=exc: unjudged(exc)
+
+    def finished() -> dict:
+        try:
+            return finish()
+        except Exception as exc:  # noqa: BLE001
+            return unjudged(exc)
+    return finished
+
+
+def check_behind(running, proxies: dict, settings, token: str, host, log_path) -> None:
+    """HTTP conformance through each proxy the run puts in front of the server: the
+    proxy starts on the upstream port (free while verifying) in front of the verified
+    server, and is stopped again. A proxy that does not start leaves every check of
+    its block not applicable, with the reason."""
+    from bench.core.conformance import CHECKS, NOT_APPLICABLE
+    from bench.infra.proxy import running_proxy
+    from bench.infra.server import ServerError
+    from bench.verify.conformance import verdict
+    for name, spec in proxies.items():
+        try:
+            with running_proxy(spec, listen_host=settings.host, listen_port=settings.upstream_port,
+                               upstream_host=settings.host, upstream_port=settings.port,
+                               workers=settings.workers, log_path=log_path,
+                               cpus=settings.cpus("server"), host=host) as proxy:
+                running.verification.conformance[name] = begin(proxy.base_url, token)()
+        except ServerError as exc:
+            why = f"the {name} proxy did not start: {str(exc)[:200]}"
+            running.verification.conformance[name] = {c: verdict(NOT_APPLICABLE, why)
+                                                      for c in CHECKS}
+
+
 @contextmanager
 def verified_server(variant, settings, endpoint, log_path, *, token: str, suite: bool,
-                    host=None, **kwargs):
+                    host=None, proxies: dict | None = None, **kwargs):
     """A server started and verified, for verification only (a run measures in a start
     of its own, so that what verification sends never warms what is measured). With the
     database suite, the server reaches its database through a `pipelining.Relay`, which
     sees statements sent before the previous answer came back; not where the server runs
-    on another host (it could not reach the relay on this one)."""
+    on another host (it could not reach the relay on this one). `proxies` (name ->
+    ProxySpec, a run's `--behind`): HTTP conformance is checked through each as well."""
     from bench.infra.host import LOCAL
     from bench.infra.lifecycle import running_server
     host = host or LOCAL
@@ -70,4 +119,6 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
         running = stack.enter_context(running_server(
             variant, settings, relay.endpoint if relay else endpoint, log_path,
             verifier=verifier(token, suite, relay), host=host, **kwargs))
+        if proxies and running.verification is not None:
+            check_behind(running, proxies, settings, token, host, log_path)
         yield running

@@ -8,6 +8,8 @@ from typing import Callable
 
 import requests
 
+from bench.core.conformance import cell, failed_checks
+
 MAX_DETAIL = 600
 
 
@@ -27,6 +29,10 @@ class Report:
     checks: list[Check] = field(default_factory=list)
     queries: dict = field(default_factory=dict)
     connections: dict = field(default_factory=dict)   # DB budget and the count seen
+    # HTTP conformance (bench.verify.conformance), per endpoint the load hits ("none":
+    # the server itself, else the proxy in front): check -> verdict. Warnings only:
+    # never part of `passed`.
+    conformance: dict = field(default_factory=dict)
 
     @property
     def failures(self) -> list[Check]:
@@ -48,10 +54,13 @@ class Report:
         return text + (f" (+{more} more failed check{'s' * (more > 1)})" if more else "")
 
     def to_dict(self) -> dict:
-        return {"server_id": self.server_id, "database": self.database, "orm": self.orm,
-                "passed": self.passed, "reason": self.reason,
-                "checks": [asdict(c) for c in self.checks], "queries": self.queries,
-                "connections": self.connections}
+        out = {"server_id": self.server_id, "database": self.database, "orm": self.orm,
+               "passed": self.passed, "reason": self.reason,
+               "checks": [asdict(c) for c in self.checks], "queries": self.queries,
+               "connections": self.connections}
+        if self.conformance:
+            out["conformance"] = self.conformance
+        return out
 
     def summary_text(self) -> str:
         failed, warned = len(self.failures), sum(
@@ -67,6 +76,10 @@ class Report:
             if isinstance(q, dict) and "per_request" in q:
                 per = ", ".join(f"{k} {v}" for k, v in q["per_request"].items())
                 lines.append(f"  queries per request, {test} ({q['method']}): {per}")
+        for proxy, verdicts in self.conformance.items():
+            where = "direct" if proxy == "none" else f"behind {proxy}"
+            lines.append(f"  HTTP conformance, {where}: {cell(verdicts)} (warnings, never a failure)")
+            lines += [f"    warn {name}: {verdicts[name]['detail']}" for name in failed_checks(verdicts)]
         return "\n".join(lines)
 
 
