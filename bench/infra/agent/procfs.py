@@ -368,11 +368,23 @@ def machine_cpu_us() -> dict:
     cpus × elapsed − idle is the better figure of the two."""
     lines = read_text("/proc/stat").splitlines()
     at = time.monotonic()
-    fields = lines[0].split()[1:]
-    user, nice, system, idle, iowait, irq, softirq = (int(v) for v in fields[:7])
-    steal = int(fields[7]) if len(fields) > 7 else 0
+    t = machine_cpu_ticks(lines[0])
     scale = 1_000_000 / CLK
-    return {"busy": round((user + nice + system + irq + softirq) * scale),
-            "steal": round(steal * scale), "idle": round((idle + iowait) * scale),
+    return {"busy": round((t["user"] + t["nice"] + t["system"] + t["irq"] + t["softirq"])
+                          * scale),
+            "steal": round(t["steal"] * scale), "idle": round((t["idle"] + t["iowait"]) * scale),
             "cpus": sum(1 for line in lines[1:] if re.match(r"cpu\d", line)),
             "at": round(at * 1_000_000)}
+
+
+# /proc/stat's aggregate "cpu" line, in its order (proc(5)); guest time is already in user
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def machine_cpu_ticks(line: str | None = None) -> dict[str, int]:
+    """The machine's CPU time so far by kind (STAT_FIELDS), in clock ticks, from the
+    first line of /proc/stat (read now when not given); a kind the kernel does not
+    report (steal on an old one) is 0."""
+    fields = (line or read_text("/proc/stat").splitlines()[0]).split()[1:]
+    values = [int(v) for v in fields[:len(STAT_FIELDS)]]
+    return dict(zip(STAT_FIELDS, values + [0] * (len(STAT_FIELDS) - len(values))))

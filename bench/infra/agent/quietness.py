@@ -13,8 +13,6 @@ import time
 from . import procfs
 
 CPU = "/sys/devices/system/cpu"
-# /proc/stat's aggregate "cpu" line, in its order (proc(5)); guest time is already in user
-STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # /proc/<pid>/stat fields 16 and 17 (cutime, cstime), as procfs.stat() indexes them
 CUTIME, CSTIME = 13, 14
 
@@ -36,8 +34,7 @@ def cpu_snapshot() -> dict:
     every process's [name, ppid, start, own ticks, waited-for children's ticks], and the
     pids of this process's tree (the harness here; on another host the agent, which
     started the roles there). Ticks are 1/`hz` s; `uptime_ticks` dates the snapshot."""
-    line = (_text("/proc/stat") or "cpu").splitlines()[0].split()[1:]
-    machine = {name: int(v) for name, v in zip(STAT_FIELDS, line)}
+    machine = procfs.machine_cpu_ticks()
     procs: dict[str, list] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
