@@ -101,12 +101,15 @@ def latency_chart(table: Table, doc: dict, path: Path) -> Path | None:
     ax.grid(True, which="both", axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", ncol=2)
     fig.subplots_adjust(bottom=0.2, top=0.92)
-    merged = any(r.latency_curve for r in rows)
+    merged = sum(bool(r.latency_curve) for r in rows)
+    source = {0: ", median of the samples.",
+              len(rows): ", from the samples' latency histograms merged (HDR, 3 significant "
+                         "digits)."}.get(merged, ": solid lines from the samples' latency "
+                                                 "histograms merged (HDR, 3 significant "
+                                                 "digits), dashed points the medians of the "
+                                                 "samples' percentiles.")
     _caption(fig, header_sentence(doc) + " Percentiles as wrk reports them (corrected for "
-             "coordinated omission)" + (": solid lines from the samples' latency histograms "
-                                        "merged (HDR, 3 significant digits); dashed points "
-                                        "the medians of the samples' percentiles."
-                                        if merged else ", median of the samples."))
+             "coordinated omission)" + source)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
