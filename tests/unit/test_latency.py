@@ -231,3 +231,27 @@ def test_the_tables_of_a_run_with_histograms_show_and_say_the_merged_figure(tmp_
     assert data["tables"][0]["rows"][0]["latency_ci_ms"]["p99"] == row.latency_ci_ms["p99"]
     from bench.report import charts
     assert charts.latency_chart(built[0], doc, tmp_path / "latency.png").stat().st_size > 0
+
+
+def test_a_rate_table_with_ohas_dumps_shows_late_and_the_uncorrected_p99():
+    """The recorded oha window as the three samples of a fixed-rate case."""
+    from bench.core.plan import LoadParams
+    from tests.unit.conftest import case_doc, run_doc
+    summary, _ = oha_recorded()
+    oha_dump.add_distribution(summary, oha_dump.read_dump(DATA / "oha_slow_tail.db"))
+    case = case_doc("tail", "none", False, "plain", rps=(1.0, 1.0, 1.0),
+                    load=LoadParams(1, generator="oha", rate="200"))
+    for sample in case["samples"]:
+        sample["summary"] = json.loads(json.dumps(summary))
+        sample["generator"]["rate"] = summary["rate"]
+    doc = run_doc([case])
+    (table,) = tables.build_rate_tables(doc)
+    (row,) = table.rows
+    assert row.late == 3 * summary["rate"]["late"]
+    assert row.latency_uncorrected_ms["p99"] == summary["latency_uncorrected_ms"]["p99"]
+    text = "\n".join(formats.rate_markdown(table))
+    assert "| late " in text and "latency_p99 from send" in text
+    assert f"| {row.late:,d} " in text
+    assert "more than 1 ms after their intended send time" in text
+    assert json.loads(formats.to_json([], doc, rates=[table]))["rate_tables"][0]["rows"][0][
+        "late"] == row.late
