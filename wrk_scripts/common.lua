@@ -18,7 +18,8 @@
 --
 -- done() prints exactly one machine-readable line to stdout:
 --     WRK_JSON {...}
--- (times in microseconds, exactly as wrk records them).
+-- (times in microseconds, exactly as wrk records them), including every non-zero
+-- counter of wrk's latency distribution (latency_counts).
 
 local M = {}
 
@@ -124,6 +125,88 @@ function M.format(method, path, head, body)
              "Content-Length: " .. #body .. "\r\n\r\n" .. body
    end
    return method .. " " .. path .. " HTTP/1.1\r\n" .. head .. "\r\n"
+end
+
+---------------------------------------------------------------------------
+-- wrk's whole latency distribution, for done().
+---------------------------------------------------------------------------
+-- wrk 4.x keeps one counter per microsecond from 0 to its --timeout (src/stats.c,
+-- stats_alloc(timeout): data[us] = requests that took us microseconds, after its own
+-- coordinated-omission correction, stats_correct). Lua sees it through `latency(i)`
+-- (the i-th non-zero counter: value, count) and `#latency` (how many are non-zero), but
+-- each latency(i) scans the array from the minimum (stats_value_at), so walking every
+-- counter that way is quadratic: seconds to minutes for a slow tail under a 10 s
+-- timeout. LuaJIT's FFI reads the same array in one linear pass instead. The layout
+-- (count, limit, min, max, data[]) is wrk 4.x's `stats` struct; it is checked against
+-- what wrk itself reports (min, max, the non-zero count) before anything is trusted, and
+-- without the FFI or on a mismatch the slow walk runs under a time budget.
+M.HISTOGRAM_BUDGET_S = 5      -- the slow walk gives up (histogram null) after this long
+
+local ffi_ok, ffi = pcall(require, "ffi")
+if ffi_ok then
+   ffi_ok = pcall(ffi.cdef, [[
+      typedef struct { uint64_t count, limit, min, max; } bench_wrk_stats_head;
+   ]])
+end
+
+-- "delta:count,delta:count,...": the value (us) as the step from the previous non-zero
+-- value (the first from 0), and its count; short because most steps are 1
+local function encode_counts(values, counts, n)
+   local parts, previous = {}, 0
+   for i = 1, n do
+      parts[i] = string.format("%d:%d", values[i] - previous, counts[i])
+      previous = values[i]
+   end
+   return table.concat(parts, ",")
+end
+
+local function counts_by_ffi(latency)
+   if not ffi_ok then return nil, "no LuaJIT FFI" end
+   local ok, head = pcall(function()
+      return ffi.cast("bench_wrk_stats_head **", latency)[0]
+   end)
+   if not ok or head == nil then return nil, "cannot read wrk's stats" end
+   local lo, hi, limit = tonumber(head.min), tonumber(head.max), tonumber(head.limit)
+   if lo ~= latency.min or hi ~= latency.max or hi >= limit then
+      return nil, "wrk's stats layout is not the one expected"
+   end
+   local data = ffi.cast("uint64_t *", head + 1)
+   local values, counts, n = {}, {}, 0
+   for v = lo, hi do
+      local c = data[v]
+      if c ~= 0 then
+         n = n + 1
+         values[n], counts[n] = v, tonumber(c)
+      end
+   end
+   if n ~= #latency then return nil, "wrk's stats layout is not the one expected" end
+   return values, counts, n
+end
+
+local function counts_by_walk(latency)
+   local values, counts, n = {}, {}, #latency
+   local deadline = os.clock() + M.HISTOGRAM_BUDGET_S
+   for i = 1, n do
+      values[i], counts[i] = latency(i)
+      if os.clock() > deadline then
+         return nil, string.format("reading wrk's %d latency counters took over %d s",
+                                   n, M.HISTOGRAM_BUDGET_S)
+      end
+   end
+   return values, counts, n
+end
+
+-- {counts = "delta:count,...", read = "ffi"|"walk"} or {error = why}
+function M.latency_counts(latency)
+   if latency.min > latency.max then return { counts = "", read = "none" } end
+   local values, counts, n = counts_by_ffi(latency)
+   local read, why = "ffi", counts
+   if values == nil then
+      values, counts, n = counts_by_walk(latency)
+      read = "walk"
+      if values == nil then return { error = counts, ffi_error = why } end
+   end
+   return { counts = encode_counts(values, counts, n), read = read }
 end
 
 ---------------------------------------------------------------------------
@@ -235,6 +318,8 @@ function M.install(build, content_type, default_pool)
             stdev = have_rps and requests.stdev or M.null,
          },
          threads = per_thread,
+         -- every non-zero per-microsecond counter of wrk's latency (see latency_counts)
+         latency_counts = M.latency_counts(latency),
       }
       io.write("WRK_JSON ", encode(out), "\n")
       io.flush()

@@ -238,6 +238,13 @@ def memory_growth(resources: dict) -> str | None:
             f"of the window to {last:,.0f} MiB in the last")
 
 
+def histogram_problem(summary: dict) -> str | None:
+    """A sample stored without its latency histogram (or with an incomplete one): its
+    case's percentiles fall back to the median of the samples' own."""
+    why = summary.get("latency_histogram_error")
+    return f"latency histogram: {why}" if why else None
+
+
 def judge_sample(sample: dict, threshold: float) -> Verdict:
     """`judge` on a stored sample record (schema 3): `sample["generator"]` is the load
     generator that ran the window."""
@@ -256,7 +263,8 @@ def judge_sample(sample: dict, threshold: float) -> Verdict:
                     burst_problem(sample, threshold), workers_replaced(process)):
         if problem and verdict.valid:
             verdict.valid, verdict.reason = False, problem
-    for warning in (memory_growth(sample.get("resources")), uneven, workers_added(process)):
+    for warning in (memory_growth(sample.get("resources")), uneven, workers_added(process),
+                    histogram_problem(sample["summary"])):
         if warning:
             verdict.warnings.append(warning)
     return verdict

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats as scistats
 
+from bench.analysis import latency as latency_merge
+
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 9999
 BOOTSTRAP_SEED = 20240101        # fixed: the same samples always give the same interval
@@ -182,18 +184,25 @@ def _requests_per_server_cpu_s(sample: dict) -> float | None:
 
 
 def summarise_case(samples: list[dict], unstable_cv: float) -> dict:
-    """The aggregate of a case: status, spread of req/s, median latency percentiles,
-    resources, and the verdicts. Only ok samples enter the figures."""
+    """The aggregate of a case: status, spread of req/s, latency percentiles, resources,
+    and the verdicts. Only ok samples enter the figures. Latency: the merged
+    distribution of the samples' histograms where every ok sample has one
+    (`latency_source` "merged", with intervals and a curve: bench.analysis.latency),
+    else the median of the samples' percentiles ("median of samples", as every result
+    from before histograms). `p99_ms` stays the spread of the samples' own
+    p99s: compare's per-sample test needs one value per sample."""
     status, reason, notes = case_status(samples)
     ok = [s for s in samples if s["status"] == "ok" and s.get("summary")]
     rps = spread([s["summary"]["requests_per_sec"] for s in ok])
     latency = {p: _median_of(ok, lambda s, p=p: s["summary"]["latency_ms"][p]) for p in PERCENTILES}
+    # the merged distribution where every ok sample has one (bench.analysis.latency)
+    merged = latency_merge.case_latency(ok)
     p99 = spread([s["summary"]["latency_ms"]["p99"] for s in ok
                   if s["summary"]["latency_ms"].get("p99") is not None])
     client_bound = sum(1 for s in ok if (s.get("checks") or {}).get("client_bound"))
     errors = sum(s["summary"]["errors"]["total"] for s in ok)
     sent = sum(s["summary"].get("sent") or s["summary"]["requests"] for s in ok)
-    return {
+    out = {
         "status": status, "reason": reason, "notes": notes,
         "samples_ok": len(ok), "samples": len(samples),
         "requests_per_sec": rps.as_dict(),
@@ -205,6 +214,10 @@ def summarise_case(samples: list[dict], unstable_cv: float) -> dict:
         "client_bound": bool(ok) and client_bound * 2 > len(ok),
         "resources": resource_summary(ok),
     }
+    out["latency_source"] = latency_merge.MEDIAN_OF_SAMPLES
+    if merged:
+        out.update(merged)
+    return out
 
 
 def ties(spreads: list[Spread]) -> list[bool | None]:

@@ -25,6 +25,15 @@ def check_window(duration_s: float, timeout_s: float, token: str) -> None:
         raise ValueError("token must be a non-empty string without whitespace")
 
 
+# a summary's whole distribution (bench.core.histogram): kept for the measured window,
+# left out of the warm-up's and the burst's, whose percentiles nothing reads
+DISTRIBUTION_KEYS = ("latency_histogram", "latency_histogram_error")
+
+
+def without_distribution(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k not in DISTRIBUTION_KEYS}
+
+
 @dataclass(frozen=True)
 class LoadRequest:
     """One window of load, whatever runs it. `rate` None is the closed loop (each

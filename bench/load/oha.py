@@ -12,10 +12,10 @@ Every run is the same argv shape (`oha_command`):
     oha --no-tui --output-format json -z <ms> -w -c <connections> -q <rate>
         --latency-correction -t <ms> --disable-compression -H "token: <token>"
         [--disable-keepalive] [-m PATCH -T application/json -Z <bodies file>]
-        --rand-regex-url <URL regex>
+        --rand-regex-url <URL regex> --db-url <temp file>
 
-and only oha's JSON report is parsed (`parse_oha_json`) into wrk's normalised summary
-(same keys, same units) plus a `rate` block.
+oha's JSON report is parsed (`parse_oha_json`) into wrk's normalised summary (same keys,
+same units) plus a `rate` block; its per-request dump adds the histogram (oha_dump).
 
 Public API::
 
@@ -43,6 +43,7 @@ import psutil
 
 from bench.core import suite
 from bench.infra.host import LOCAL, Host
+from bench.load import oha_dump
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
 from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS
 
@@ -328,9 +329,8 @@ def parse_oha_json(text: str, *, asked_rate: float, duration_s: float,
       window: oha sends nothing after it, while its total also holds the wait for the
       last answers); not_sent = floor(asked * duration_s) - sent, never below 0: due
       requests oha never sent because no connection was free or oha could not keep up;
-      late = None: oha's JSON has no per-request send time (only its --db-url SQLite dump
-      holds the due and the actual start of each answered request). Lateness is still in
-      the latencies, which run from the due time; except that oha's ticker stamps a due
+      late = None: oha's JSON has no per-request send time; run_oha fills it from oha's
+      --db-url dump (bench.load.oha_dump, with the histogram). oha's ticker stamps a due
       request with the time it woke up, not start + i / RATE, so a ticker starved of CPU
       hides its own delay.
     """
@@ -440,10 +440,12 @@ def run_oha(test: str, base_url: str, settings: OhaSettings,
                 remote = host.path(f"remote-tmp/{Path(tmp).name}-update_bodies.jsonl")
                 host.put(bodies, remote)
                 bodies = remote
+        dump, local_dump = oha_dump.paths(host, Path(tmp))    # every response's times
         command = oha_command(test, base_url, settings, duration, bodies_file=bodies)
-        argv = [oha] + command[1:]
+        argv = [oha] + command[1:] + ["--db-url", str(dump)]
         limit = duration + settings.timeout_s + KILL_GRACE_S
         done = host.run(argv, timeout=limit, on_start=on_start, cpus=cpus)
+        distribution = oha_dump.collect(host, dump, local_dump)
     if done.timed_out:
         raise LoadError(f"oha did not finish within {limit:.0f} s and was killed: "
                         f"{' '.join(command)}\n--- stdout (tail) ---\n{_tail(done.stdout)}\n"
@@ -454,6 +456,7 @@ def run_oha(test: str, base_url: str, settings: OhaSettings,
     raw = _load_json(done.stdout)
     summary = parse_oha_json(done.stdout, asked_rate=settings.rate, duration_s=duration,
                              connections=settings.connections)
+    oha_dump.add_distribution(summary, distribution)
     return LoadResult(command=argv, summary=summary, client_cpu_s=done.cpu_s,
                       wall_s=done.wall_s, exit_code=done.returncode,
                       stderr_tail=_tail(done.stderr), raw=raw, threads=settings.threads,

@@ -15,6 +15,7 @@ Public API::
     require_wrk(), wrk_version()
     wrk_command(test, base_url, settings, duration_s=None) -> list[str]
     parse_wrk_output(stdout, stderr="") -> dict
+    latency_histogram(counts) -> (record | None, why | None)
     run_wrk(test, base_url, settings, duration_s=None) -> LoadResult
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from bench.core import histogram
 from bench.infra.host import LOCAL, Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
 from bench.paths import WRK_SCRIPTS_DIR
@@ -208,6 +210,33 @@ def request_accounting(sent: int | None, completed: int, errors: dict,
     return {"unanswered": unanswered, "lost": lost, "errors": total}
 
 
+def _decode_counts(text: str):
+    """(value µs, count) pairs of common.lua's "delta:count,..." (each value the step
+    from the previous one, the first from 0)."""
+    value = 0
+    for part in text.split(","):
+        delta, _, count = part.partition(":")
+        value += int(delta)
+        yield value, int(count)
+
+
+def latency_histogram(counts) -> tuple[dict | None, str | None]:
+    """The stored histogram (bench.core.histogram) of the WRK_JSON `latency_counts`, or
+    (None, why) when wrk gave none: the sample keeps every other figure."""
+    if not isinstance(counts, dict):
+        return None, "wrk printed no latency counts (a wrk script without latency_counts)"
+    if counts.get("error"):
+        return None, f"wrk's latency counts could not be read: {counts['error']}"
+    text = counts.get("counts")
+    if not isinstance(text, str):
+        return None, f"wrk's latency counts are not a string: {text!r:.80}"
+    try:
+        hist, clamped = histogram.from_counts(_decode_counts(text) if text else ())
+    except (ValueError, TypeError) as exc:
+        return None, f"wrk's latency counts are malformed: {exc}"
+    return histogram.to_record(hist, clamped), None
+
+
 def _normalise(data: dict, connections: int | None = None) -> dict:
     try:
         requests = int(_num(data["requests"], "requests"))
@@ -227,7 +256,8 @@ def _normalise(data: dict, connections: int | None = None) -> dict:
     for k in LATENCY_KEYS:
         v = _num(raw_latency.get(k), f"latency_us.{k}")
         latency_ms[k] = None if (v is None or requests == 0) else v / 1000.0
-    return {
+    hist, why = latency_histogram(data.get("latency_counts"))
+    out = {
         "requests": requests,
         "sent": sent,
         "unanswered": accounting["unanswered"],
@@ -236,7 +266,12 @@ def _normalise(data: dict, connections: int | None = None) -> dict:
         "bytes": nbytes,
         "latency_ms": latency_ms,
         "errors": errors,
+        # wrk's whole distribution, as corrected by wrk (its latency_ms come from it too)
+        "latency_histogram": hist,
     }
+    if why:
+        out["latency_histogram_error"] = why
+    return out
 
 
 def parse_wrk_output(stdout: str, stderr: str = "", connections: int | None = None) -> dict:
@@ -244,7 +279,9 @@ def parse_wrk_output(stdout: str, stderr: str = "", connections: int | None = No
 
     Returns {"requests", "duration_s", "requests_per_sec", "bytes",
              "latency_ms": {min, mean, stdev, max, p50, p75, p90, p99, p99_9} (None if no requests),
-             "errors": {connect, read, write, status, timeout, total}}.
+             "errors": {connect, read, write, status, timeout, total},
+             "latency_histogram": the stored histogram or None,
+             "latency_histogram_error": why it is None (only then)}.
     Raises LoadError (with the tails of stdout/stderr) when there is no such line.
     """
     return _normalise(_find_json(stdout, stderr), connections)

@@ -3,6 +3,7 @@ from history series): each readable on its own, with title, units, labels and, i
 caption, the machine and settings that produced it."""
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -64,28 +65,53 @@ def throughput_chart(table: Table, doc: dict, path: Path) -> Path | None:
     return path
 
 
+def _nines(percentile: float) -> float:
+    """A percentile on a "nines" axis: p90 -> 1, p99 -> 2, p99.9 -> 3 (the tail gets
+    as much room as the body, as HdrHistogram's percentile plots draw it)."""
+    return -math.log10(1 - percentile / 100)
+
+
+NINES_TICKS = (50, 90, 99, 99.9, 99.99, 99.999)
+
+
 def latency_chart(table: Table, doc: dict, path: Path) -> Path | None:
-    """Latency percentiles p50 .. p99.9 per row, log scale (medians over the samples)."""
+    """Latency against percentile per row, log scale, on a "nines" axis: the whole curve
+    of the merged distribution where the row has one (bench.analysis.latency), else the
+    medians of the samples' p50 .. p99.9 as points."""
     rows = [r for r in table.rows if r.ranked]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(9, 5.4))
-    xs = list(range(len(LATENCY_POINTS)))
+    top = 3.0
     for r in rows:
-        ys = [r.latency_ms.get(key) for key, _ in LATENCY_POINTS]
-        points = [(x, y) for x, y in zip(xs, ys) if y]
+        if r.latency_curve:
+            points = [(_nines(p), ms) for p, ms in r.latency_curve if p < 100 and ms]
+            style = {"marker": None}
+        else:
+            points = [(_nines(p), r.latency_ms.get(key)) for key, p in LATENCY_POINTS
+                      if r.latency_ms.get(key)]
+            style = {"marker": "o", "markersize": 3, "linestyle": "--"}
         if points:
-            ax.plot(*zip(*points), marker="o", linewidth=1.2, markersize=3, label=_label(r))
+            ax.plot(*zip(*points), linewidth=1.2, label=_label(r), **style)
+            top = max(top, max(x for x, _ in points))
+    ticks = [p for p in NINES_TICKS if _nines(p) <= top + 1e-9]
     ax.set_yscale("log")
-    ax.set_xticks(xs, [f"p{p:g}" for _, p in LATENCY_POINTS])
-    ax.set_xlabel("percentile")
+    ax.set_xticks([_nines(p) for p in ticks], [f"p{p:g}" for p in ticks])
+    ax.set_xlabel("percentile (the tail spread out: each step is ten times rarer)")
     ax.set_ylabel("latency, ms (log scale)")
     ax.set_title(f"{table.title}: latency percentiles", fontsize=11)
     ax.grid(True, which="both", axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", ncol=2)
     fig.subplots_adjust(bottom=0.2, top=0.92)
+    merged = sum(bool(r.latency_curve) for r in rows)
+    source = {0: ", median of the samples.",
+              len(rows): ", from the samples' latency histograms merged (HDR, 3 significant "
+                         "digits)."}.get(merged, ": solid lines from the samples' latency "
+                                                 "histograms merged (HDR, 3 significant "
+                                                 "digits), dashed points the medians of the "
+                                                 "samples' percentiles.")
     _caption(fig, header_sentence(doc) + " Percentiles as wrk reports them (corrected for "
-             "coordinated omission), median of the samples.")
+             "coordinated omission)" + source)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

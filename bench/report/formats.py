@@ -12,6 +12,7 @@ import json
 
 from tabulate import tabulate
 
+from bench.analysis.latency import MERGED
 from bench.core.conformance import cell as conformance_cell
 from bench.report import cost, levels, sweep
 from bench.storage.results import VERIFICATION_REPORT
@@ -151,9 +152,26 @@ def rate_cells(row) -> list[str]:
             *[_fmt(row.latency_ms.get(p), ".2f", " ms") for p in RATE_PERCENTILES], status]
 
 
+# open-model columns of runs whose oha dumps were read (bench.load.oha_dump)
+LATE_COLUMNS = ["late", "latency_p99 from send"]
+
+
+def _has_late(table: RateTable) -> bool:
+    return any(r.late is not None for r in table.rows)
+
+
+def _late_cells(row) -> list[str]:
+    return [_fmt(row.late, ",d"), _fmt((row.latency_uncorrected_ms or {}).get("p99"),
+                                       ".2f", " ms")]
+
+
 def rate_markdown(table: RateTable) -> list[str]:
-    out = [f"## {table.title}", "", tabulate([rate_cells(r) for r in table.rows], RATE_COLUMNS,
-                                             tablefmt="pipe", disable_numparse=True), ""]
+    late = _has_late(table)
+    cells = [rate_cells(r)[:-1] + (_late_cells(r) if late else []) + rate_cells(r)[-1:]
+             for r in table.rows]
+    heads = RATE_COLUMNS[:-1] + (LATE_COLUMNS if late else []) + RATE_COLUMNS[-1:]
+    out = [f"## {table.title}", "", tabulate(cells, heads, tablefmt="pipe",
+                                             disable_numparse=True), ""]
     out += [f"Latency is measured from each request's intended send time (oha "
             f"--latency-correction), so a stalled server cannot hide the requests it delayed. "
             f"The knee is the highest rate whose p99 stays under {table.bound_ms:g} ms "
@@ -164,6 +182,13 @@ def rate_markdown(table: RateTable) -> list[str]:
             + (" (the highest rate measured: p99 stayed under the bound at every point, so "
                "the knee lies beyond it)" if name in table.knee_beyond else "")
             for name, rate in table.knees.items()]
+    if late:
+        tolerance = next(r.late_tolerance_ms for r in table.rows if r.late is not None)
+        out += ["", f"late: responses oha sent more than {tolerance or 0:g} ms after "
+                f"their intended send time (no free connection, or oha itself behind), "
+                f"summed over the samples; latency_p99 from send: the p99 timed from the "
+                f"real send instead (not corrected for coordinated omission), the median "
+                f"over the samples."]
     return out + [""]
 
 
@@ -175,7 +200,7 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
     repeat = doc["settings"].get("repeat", 1)
     if repeat > 1:
         out += [f"req/sec is the median of {repeat} samples ± their coefficient of variation; "
-                f"latencies are the medians of the samples' percentiles. {TIE_MARK} marks a "
+                f"latencies are {latency_phrase(tables)}. {TIE_MARK} marks a "
                 f"statistical tie with the row above (the 95 % confidence intervals of the "
                 f"two medians overlap): the data does not support ordering those two rows.", ""]
     else:
@@ -237,6 +262,23 @@ def _series_markdown(title: str, heads: list[str], rows: list[list[str]], explai
     a cell holds, and the chart report.html draws of it."""
     return [f"## {title}", "", tabulate(rows, heads, tablefmt="pipe", disable_numparse=True),
             "", f"{explained} Chart: charts/{chart_name} (written with report.html).", ""]
+
+
+def has_histograms(tables: list) -> bool:
+    """Whether any row's latency comes from merged histograms: older runs render as
+    they did."""
+    return any(r.latency_source == MERGED for t in tables for r in t.rows)
+
+
+def latency_phrase(tables: list[Table]) -> str:
+    rows = [r for t in tables for r in t.rows if r.ranked]
+    merged = sum(r.latency_source == MERGED for r in rows)
+    old = "the medians of the samples' percentiles"
+    if not merged:
+        return old
+    new = ("read from the samples' latency histograms merged into one per case (HDR, 3 "
+           "significant digits)")
+    return new if merged == len(rows) else f"{new} where every sample has one, else {old}"
 
 
 def levels_markdown(tables: list[Table], doc: dict) -> list[str]:
@@ -331,9 +373,24 @@ def _conformance(row: Row) -> dict:
     return {} if row.conformance is None else {"conformance": row.conformance}
 
 
+def _latency_json(row: Row, merged: bool) -> dict:
+    """Where a row's latency comes from and its intervals, in runs with histograms."""
+    if not merged:
+        return {}
+    return {"latency_source": row.latency_source, "latency_ci_ms": row.latency_ci_ms}
+
+
+def _rate_json(row) -> dict:
+    data = dataclasses.asdict(row)
+    if row.late is None:            # a run from before oha's dumps were read, as it was
+        del data["late"], data["late_tolerance_ms"], data["latency_uncorrected_ms"]
+    return data
+
+
 def to_json(tables: list[Table], doc: dict, extra: list[str] = (),
             rates: list[RateTable] = ()) -> str:
     leveled = has_levels(tables, rates)
+    merged = has_histograms(tables)
     data = {
         "run_id": doc["run_id"], "status": doc["status"], "header": header_sentence(doc),
         "tables": [_with_level({
@@ -346,11 +403,12 @@ def to_json(tables: list[Table], doc: dict, extra: list[str] = (),
                       "client_bound": r.client_bound, "resources": r.resources,
                       "error_rate": r.error_rate, "relative_to_best": r.relative,
                       "reference": r.reference, "of_ceiling": r.of_ceiling,
-                      "notes": r.notes, **_conformance(r)}, r.n, leveled) for r in t.rows],
+                      "notes": r.notes, **_conformance(r), **_latency_json(r, merged)},
+                     r.n, leveled) for r in t.rows],
             "ceiling": t.ceiling}, t.n, leveled) for t in tables],
         "rate_tables": [_with_level({"test": t.test, "title": t.title, "load": t.load,
                                      "knee_p99_ms": t.bound_ms, "knees": t.knees,
-                                     "rows": [_with_level(dataclasses.asdict(r), r.n, leveled)
+                                     "rows": [_with_level(_rate_json(r), r.n, leveled)
                                               for r in t.rows]}, t.n, leveled)
                         for t in rates]}
     if leveled:

@@ -31,7 +31,7 @@ class Row:
     status: str
     reason: str | None
     rps: Spread
-    latency_ms: dict           # median over samples of each percentile
+    latency_ms: dict           # each percentile: merged, or the median over samples
     tie: bool | None = None    # CI overlaps the ranked row above
     unstable: bool = False
     client_bound: bool = False
@@ -45,6 +45,12 @@ class Row:
     # HTTP conformance verdicts of the endpoint the load hit (check -> verdict); None
     # when the run recorded none (older runs, --no-verify)
     conformance: dict | None = None
+
+    # where latency_ms comes from: "merged" (the samples' histograms merged, with 95 %
+    # intervals and a percentile curve) or "median of samples" (bench.analysis.latency)
+    latency_source: str = "median of samples"
+    latency_ci_ms: dict = field(default_factory=dict)
+    latency_curve: list = field(default_factory=list)   # [[percentile, ms], ...]
 
     @property
     def ranked(self) -> bool:
@@ -113,7 +119,14 @@ def _row(case: dict, reference: bool = False) -> Row:
                rps=Spread(**stats["requests_per_sec"]), latency_ms=stats["latency_ms"],
                unstable=stats["unstable"], client_bound=stats["client_bound"],
                resources=stats["resources"], error_rate=stats["error_rate"],
-               reference=reference, n=level(case))
+               reference=reference, n=level(case), **latency_fields(stats))
+
+
+def latency_fields(stats: dict) -> dict:
+    """Where a case's latency comes from, its intervals and curve (merged cases only)."""
+    return {"latency_source": stats.get("latency_source", "median of samples"),
+            "latency_ci_ms": stats.get("latency_ci_ms") or {},
+            "latency_curve": stats.get("latency_curve") or []}
 
 
 def conformance_of(doc: dict, case: dict, proxy: str) -> dict | None:
@@ -211,6 +224,11 @@ class RateRow:
     latency_ms: dict           # p50, p90, p99, p99_9 medians
     knee: bool = False         # the knee of this server's curve
     n: int | None = None       # the suite's rows per request; None for other tests
+    # from oha's per-request dump (runs with histograms only; None before): responses
+    # sent late (summed), and the median over samples of the latency from the send time
+    late: int | None = None
+    late_tolerance_ms: float | None = None      # sent later than this after due: late
+    latency_uncorrected_ms: dict | None = None
 
 
 @dataclass
@@ -241,7 +259,25 @@ def _rate_row(case: dict) -> RateRow:
                    asked=median([r["asked"] for r in rates]) if rates else None,
                    achieved=median([r["achieved"] for r in rates]) if rates else None,
                    not_sent=sum(r.get("not_sent") or 0 for r in rates) if rates else None,
-                   latency_ms=stats["latency_ms"] if ok else {}, n=level(case))
+                   latency_ms=stats["latency_ms"] if ok else {}, n=level(case),
+                   **_late_fields(measured, ok))
+
+
+def _late_fields(measured: list[dict], ok: bool) -> dict:
+    """late and the uncorrected percentiles of open-model samples that have them."""
+    late = [s["summary"]["rate"].get("late") for s in measured]
+    uncorrected = [s["summary"].get("latency_uncorrected_ms") for s in measured]
+    if not measured or None in late or None in uncorrected:
+        return {}
+    return {"late": sum(late),
+            "late_tolerance_ms": measured[0]["summary"]["rate"].get("late_tolerance_ms"),
+            "latency_uncorrected_ms": {p: _median_or_none([u.get(p) for u in uncorrected])
+                                       for p in uncorrected[0]} if ok else {}}
+
+
+def _median_or_none(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.pystats.median(values) if values else None
 
 
 def build_rate_tables(doc: dict) -> list[RateTable]:

@@ -18,7 +18,7 @@ from bench.infra.lifecycle import Running
 from bench.infra.quiet import ForeignLoad
 from bench.infra.resources import ConnectionSpread, ResourceSampler, add_cost
 from bench.infra.server import ServerProcess
-from bench.load.generator import LoadRequest, LoadResult
+from bench.load.generator import LoadRequest, LoadResult, without_distribution
 from bench.runner.cache import FILL_N, FILL_ROUND_S, FILLS_CACHE, fill_cache
 from bench.storage.sample import BurstRecord, GeneratorRecord, ServerProcessRecord, WorkerPids
 from bench.verify.updates import database_clock
@@ -96,7 +96,7 @@ class Measurer:
             self.phase("warm-up")
             warm = self.request(case.test, running.base_url, case.load,
                                 seed + WARMUP_SEED_OFFSET, p.warmup, n=case.n)
-            warmup = self._run(warm)[1].summary
+            warmup = without_distribution(self._run(warm)[1].summary)
         client_pid: list[int] = []
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
                                                         client_pid))
@@ -166,7 +166,7 @@ class Measurer:
                                n=sample.case.n)
         opened = self.server_host.tcp_connections_accepted()
         result = self._run(request)[1]
-        return BurstRecord(seconds=self.plan.burst, summary=result.summary,
+        return BurstRecord(seconds=self.plan.burst, summary=without_distribution(result.summary),
                            connections_opened=self.server_host.tcp_connections_accepted()
                            - opened)
 

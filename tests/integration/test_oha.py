@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from bench.core import manifest
+from bench.core import histogram, manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra.host import LOCAL
@@ -60,6 +60,17 @@ def test_a_low_fixed_rate_is_sent_and_answered(server_url):
     assert order == sorted(order)
     assert latency["p50"] < 50            # an idle actix answers /plain/ in well under 1 ms
     assert result.client_cpu_s > 0 and result.wall_s >= 2.0
+    # the whole distribution from oha's --db-url dump: every response, and the p99 oha
+    # itself reports (its floor(p/100 * n)-th latency, 0-based) to the histogram's precision
+    assert "latency_histogram_error" not in s
+    hist = histogram.from_record(s["latency_histogram"])
+    assert hist.get_total_count() == s["requests"]
+    theirs_us = result.raw["latencyPercentiles"]["p99"] * 1e6
+    rank = int(0.99 * s["requests"]) + 1
+    ours_us = hist.get_value_at_percentile(100.0 * rank / s["requests"])
+    assert abs(ours_us - theirs_us) < histogram.resolution_us(theirs_us), (ours_us, theirs_us)
+    assert isinstance(s["rate"]["late"], int)
+    assert s["latency_uncorrected_ms"]["p50"] <= latency["p50"] * 1.01
 
 
 def test_update_user_sends_the_bodies_file(server_url):
