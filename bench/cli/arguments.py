@@ -40,6 +40,10 @@ def add_selection(p: argparse.ArgumentParser) -> None:
                    help="rows per request of queries, updates and cached, 1 to 500; several "
                         "(e.g. 1,20) measure each level as a case of its own (default: "
                         + ", ".join(f"{t} {n}" for t, n in DEFAULT_N.items()) + ")")
+    g.add_argument("--server-env", action="append", default=[], metavar="NAME=V[,V...]",
+                   help="a settings sweep: each framework measured once per value of this "
+                        "environment variable (e.g. GOMAXPROCS=2,8), in the same rounds, "
+                        "its rows labelled id@NAME=V; repeat the flag for combinations")
     g.add_argument("--servers-dir", action="append", type=Path, default=[],
                    help="an extra folder of server folders (e.g. test fixtures)")
 

@@ -11,7 +11,7 @@ import dataclasses
 import random
 from dataclasses import dataclass, field
 
-from bench.core import suite
+from bench.core import server_env, suite
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
 from bench.core.settings import DB_TESTS, NO_DB_TESTS, NO_PROXY, SelectionError, Settings, \
     validate
@@ -124,6 +124,7 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
     `unavailable` (server id -> why: a missing or too-old toolchain) is left out of "all
     servers" and of the ceiling; naming one is a SelectionError that gives the reason."""
     validate(settings, list(specs), proxies)
+    server_env.parse(settings.server_env)          # a wrong sweep fails before any work
     unavailable = unavailable or {}
     check_available(settings.servers, unavailable)
     points = load_points(settings)
@@ -136,8 +137,8 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
         references += [s for s in sorted(specs) if specs[s].reference and s not in references
                        and s not in unavailable]
     cases: list[Case] = []
-    for server_id in frameworks:
-        spec = specs[server_id]
+    for spec in [version for server_id in frameworks
+                 for version in server_env.swept(specs[server_id], settings.server_env)]:
         for database, orm in spec.variants():
             if database in settings.databases and _orm_wanted(orm, settings.orm):
                 cases += [Case(Variant(spec, database, orm), t, p, n)

@@ -98,7 +98,7 @@ def default_threads(connections: int, cpus: int | None = None) -> int:
 # the fields that hold several values: tuples, so that a Settings cannot change after
 # parsing (a caller may still give lists; they are frozen on construction)
 SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
-                   "behind", "rates", "servers_dirs", "n_levels")
+                   "behind", "rates", "servers_dirs", "n_levels", "server_env")
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,9 @@ class Settings:
     # the database suite's n (rows per request of queries / updates / cached): each level
     # a case of its own; None = each test's default (bench.core.suite.DEFAULT_N)
     n_levels: tuple[int, ...] | None = None
+    # a settings sweep: "NAME=V1,V2" items; each framework measured once per combination
+    # of values with them in its environment (bench.core.server_env)
+    server_env: tuple[str, ...] = ()
     # "none" = clients talk to the server directly; a proxy name (proxies/<name>/) puts
     # that reverse proxy in front of every server; several = each a case of its own
     behind: tuple[str, ...] = (NO_PROXY,)

@@ -49,8 +49,12 @@ func main() {
 		log.Fatalf("configuration error: %v", err)
 	}
 	// BENCH_WORKERS OS threads run Go code at once (an explicit value also turns off
-	// Go's automatic GOMAXPROCS updates from the cgroup CPU limit).
-	runtime.GOMAXPROCS(cfg.workers)
+	// Go's automatic GOMAXPROCS updates from the cgroup CPU limit), unless GOMAXPROCS is
+	// in the environment: then the Go runtime has already applied it (a settings sweep,
+	// run_bench.py --server-env GOMAXPROCS=2,8).
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(cfg.workers)
+	}
 	// No debug route listing or warnings; set before the engine is created.
 	gin.SetMode(gin.ReleaseMode)
 
