@@ -23,6 +23,12 @@ from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, FORTUNES_TEMPLATE,
                          to_json_body, token_ok)
 
 settings = Settings.from_env()
+# "per-worker" (production, see own_listening_socket) or "shared": sanic's default, one
+# socket bound in the main process and accepted from by every worker; for a settings
+# sweep (run_bench.py --server-env LISTEN_MODE=per-worker,shared)
+LISTEN_MODE = os.environ.get("LISTEN_MODE", "per-worker")
+if LISTEN_MODE not in ("per-worker", "shared"):
+    raise SystemExit(f"LISTEN_MODE must be per-worker or shared, got {LISTEN_MODE!r}")
 PING = ping_body(settings)
 # sanic has no template engine of its own: Jinja2 used directly, autoescaping on (see
 # the manifest's notes on why not sanic-ext's templating).
@@ -59,7 +65,7 @@ async def own_listening_socket(app: Sanic) -> None:
     # inherited one (same descriptor number, before sanic listens on it), so the
     # kernel spreads new connections over the workers' queues.
     inherited = app.state.server_info[0].settings.get("sock")
-    if inherited is None:
+    if inherited is None or LISTEN_MODE == "shared":
         return
     own = socket.socket(inherited.family, socket.SOCK_STREAM)
     own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -192,8 +198,10 @@ async def cached(request: Request) -> HTTPResponse:
 
 if __name__ == "__main__":
     app.run(
-        # the address, reserved for the workers' own sockets (own_listening_socket)
-        sock=reserve_address(settings.host, settings.port),
+        # the address, reserved for the workers' own sockets (own_listening_socket), or
+        # sanic's default: one socket it binds and listens on for every worker
+        **({"host": settings.host, "port": settings.port} if LISTEN_MODE == "shared"
+           else {"sock": reserve_address(settings.host, settings.port)}),
         # BENCH_WORKERS worker processes, managed by sanic's own main process
         # (SIGTERM/SIGINT to it stops every worker).
         workers=settings.workers,
