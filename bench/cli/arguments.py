@@ -7,8 +7,8 @@ import os
 from dataclasses import fields, replace
 from pathlib import Path
 
-from bench.core.settings import ALL_TESTS, ORM_CHOICES, PRESETS, SelectionError, Settings, \
-    normalise_test
+from bench.core.settings import ALL_TESTS, ORM_CHOICES, PRESETS, RUNTIME_THREADS, \
+    SelectionError, Settings, normalise_test
 from bench.core.suite import DEFAULT_N
 from bench.paths import SERVERS_DIR
 
@@ -52,8 +52,13 @@ def add_server_settings(p: argparse.ArgumentParser) -> None:
     d = Settings()
     g = p.add_argument_group("servers")
     g.add_argument("--workers", type=int, default=d.workers,
-                   help="worker processes (threads for single-process servers) per server "
+                   help="W: worker processes per server; threads for a runtime that "
+                        "schedules its own work on threads, see --runtime-threads "
                         "(default: %(default)s)")
+    g.add_argument("--runtime-threads", choices=RUNTIME_THREADS, default=d.runtime_threads,
+                   help="threads of a runtime that schedules its own work (Go, tokio, "
+                        "actix): as many as the server's usable CPUs, at most W (cpus), or "
+                        "W (workers) (default: %(default)s)")
     g.add_argument("--db-connections", type=int, default=d.db_connections,
                    help="total DB connections per server, split over its processes "
                         "(default: %(default)s)")

@@ -76,11 +76,12 @@ class ServerLaunch:
     workers: int
     db_connections: int                  # the budget split over its processes
     server_cpus: tuple[int, ...] | None = None
+    runtime_threads: str = "cpus"        # what W means for a threads-scheduling runtime
 
     @classmethod
     def of(cls, s: Settings, host: str | None = None) -> "ServerLaunch":
         return cls(host or s.host, s.port, s.token, s.workers, s.db_connections,
-                   _cpu_tuple(s.server_cpus, "server"))
+                   _cpu_tuple(s.server_cpus, "server"), s.runtime_threads)
 
     @property
     def upstream_port(self) -> int:

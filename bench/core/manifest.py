@@ -102,6 +102,10 @@ class ServerSpec:
     # the database suite (bench.core.suite): how each (engine, orm) variant does its work;
     # None = the server does not implement the suite's endpoints
     suite: dict | None = None
+    # for "threads": whether a runtime schedules the server's work over its threads
+    # ("work-stealing": Go, tokio's multi-threaded runtime) or each thread runs an event
+    # loop of its own that keeps its connections ("per-thread": actix), like a process
+    scheduler: str = "per-thread"
 
     @property
     def label(self) -> str:
@@ -116,6 +120,19 @@ class ServerSpec:
     def declaration(self, database: str, orm: bool) -> "suite.Declaration | None":
         """What the manifest's [suite] says about one variant; None without the suite."""
         return None if self.suite is None else self.suite.get((database, orm))
+
+    def workers_for(self, workers: int, runtime_threads: str, cpus: int) -> int:
+        """W as this server runs it (the fairness rule, README "Fairness"): W processes
+        for a process-based server; for a runtime that schedules its own work on threads
+        (scheduler "work-stealing": Go, tokio), W threads, or with runtime_threads "cpus"
+        (the default) as many threads as the CPUs it may use, at most W: a work-stealing
+        scheduler oversubscribed on fewer cores loses throughput and tail latency to OS
+        preemption (measured: gin with GOMAXPROCS 8 on 2 CPUs, 11-16 % fewer req/s and a
+        27-45 % worse p99). W threads that each keep their own connections (actix) are W
+        workers, as W processes are."""
+        if self.scheduler == "work-stealing" and runtime_threads == "cpus":
+            return max(1, min(workers, cpus))
+        return workers
 
     def processes(self, workers: int) -> int:
         """Processes that each hold a pool of their own."""
@@ -233,6 +250,18 @@ def _suite(data: dict, databases: tuple, path: Path) -> dict | None:
         raise ManifestError(str(exc)) from exc
 
 
+SCHEDULERS = ("per-thread", "work-stealing")
+
+
+def _scheduler(data: dict, concurrency: str, path: Path) -> str:
+    scheduler = data.get("scheduler", "per-thread")
+    if scheduler not in SCHEDULERS:
+        raise ManifestError(f"{path}: scheduler must be one of {SCHEDULERS}, got {scheduler!r}")
+    if scheduler == "work-stealing" and concurrency != "threads":
+        raise ManifestError(f"{path}: scheduler = \"work-stealing\" needs concurrency = \"threads\"")
+    return scheduler
+
+
 def load_manifest(folder: Path) -> ServerSpec:
     path = folder / "manifest.toml"
     try:
@@ -255,7 +284,8 @@ def load_manifest(folder: Path) -> ServerSpec:
     return ServerSpec(
         id=server_id, dir=folder.resolve(),
         description=data.get("description", ""), language=data.get("language", ""),
-        concurrency=concurrency, databases=databases,
+        concurrency=concurrency, scheduler=_scheduler(data, concurrency, path),
+        databases=databases,
         orm=tuple(bool(o) for o in data.get("orm", [False])),
         build=tuple(data.get("build", [])), start=start,
         env={k: str(v) for k, v in data.get("env", {}).items()},

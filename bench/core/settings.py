@@ -95,6 +95,8 @@ def default_threads(connections: int, cpus: int | None = None) -> int:
     return threads
 
 
+RUNTIME_THREADS = ("cpus", "workers")
+
 # the fields that hold several values: tuples, so that a Settings cannot change after
 # parsing (a caller may still give lists; they are frozen on construction)
 SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
@@ -123,6 +125,10 @@ class Settings:
     # the database suite's n (rows per request of queries / updates / cached): each level
     # a case of its own; None = each test's default (bench.core.suite.DEFAULT_N)
     n_levels: tuple[int, ...] | None = None
+    # what W means for a runtime that schedules its own work on threads (Go, tokio,
+    # actix): "cpus" = as many threads as the CPUs the server may use, at most W;
+    # "workers" = W threads (bench.core.manifest.ServerSpec.workers_for)
+    runtime_threads: str = "cpus"
     # a settings sweep: "NAME=V1,V2" items; each framework measured once per combination
     # of values with them in its environment (bench.core.server_env)
     server_env: tuple[str, ...] = ()
@@ -336,6 +342,9 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
     check_names("database", s.databases, list(KNOWN_DATABASES))
     check_names("test", s.tests, list(ALL_TESTS))
     validate_n(s)
+    if s.runtime_threads not in RUNTIME_THREADS:
+        raise SelectionError(f"unknown --runtime-threads {s.runtime_threads!r}; valid: "
+                             f"{', '.join(RUNTIME_THREADS)}")
     if s.orm not in ORM_CHOICES:
         raise SelectionError(f"unknown --orm {s.orm!r}; valid: {', '.join(ORM_CHOICES)}")
     for flag, value in (("duration", s.duration), ("connections", s.connections),

@@ -53,6 +53,14 @@ def pool_size(spec: manifest.ServerSpec, settings: Settings, database: str) -> i
     return budget.per_process if budget else 1
 
 
+def server_workers(spec: manifest.ServerSpec, settings: Settings, host: Host = LOCAL) -> int:
+    """W as this server runs on `host` (ServerSpec.workers_for): the CPUs it may use are
+    its pinned CPUs, else the host's usable CPUs."""
+    pinned = settings.cpus("server")
+    cpus = len(pinned) if pinned else int(host.machine().get("cpus_usable") or 1)
+    return spec.workers_for(settings.workers, settings.runtime_threads, cpus)
+
+
 def template_values(spec: manifest.ServerSpec, settings: Settings, database: str,
                     host: Host = LOCAL) -> dict:
     """The manifest's placeholders, as paths on the host that runs the server (the project
@@ -62,7 +70,7 @@ def template_values(spec: manifest.ServerSpec, settings: Settings, database: str
         "servers_dir": host.project_path(spec.dir.parent),
         "cache_dir": str(spec.cache_dir) if spec.cache_dir else host.cache_dir(),
         "host": settings.host, "port": str(settings.port),
-        "workers": str(settings.workers), "db": database,
+        "workers": str(server_workers(spec, settings, host)), "db": database,
         "pool_size": str(pool_size(spec, settings, database)),
     }
 
@@ -111,6 +119,8 @@ class ServerProcess:
         self.host = host
         self.spec = variant.server
         self.group: ProcessGroup | None = None     # once started
+        # W processes, or the threads a threads-scheduling runtime is given
+        self.workers = server_workers(self.spec, settings, host)
         self.budget = db_budget(self.spec, settings, variant.database)
         self.pool_size = pool_size(self.spec, settings, variant.database)
         # what went wrong without costing the sample (a log that could not be fetched):
@@ -134,7 +144,7 @@ class ServerProcess:
         env = {**self.host.base_environment(),
                "BENCH_SERVER_ID": self.spec.id,
                "BENCH_HOST": self.settings.host, "BENCH_PORT": str(self.settings.port),
-               "BENCH_WORKERS": str(self.settings.workers), "BENCH_TOKEN": self.settings.token,
+               "BENCH_WORKERS": str(self.workers), "BENCH_TOKEN": self.settings.token,
                "BENCH_DB": self.variant.database, "BENCH_ORM": "1" if self.variant.orm else "0",
                "BENCH_DB_POOL_SIZE": str(self.pool_size),
                "BENCH_DB_POOL_TOTAL": str(self.settings.db_connections),
@@ -206,7 +216,7 @@ class ServerProcess:
     def _wait_workers(self, deadline: float) -> None:
         """Until the census shows W workers, or `deadline` (then the count is left to
         the workers check); at once for workers that cannot be counted."""
-        want = self.settings.workers
+        want = self.workers
         while True:
             self._raise_if_exited()
             seen, _ = self.worker_census()

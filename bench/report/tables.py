@@ -316,6 +316,18 @@ def build_rate_tables(doc: dict) -> list[RateTable]:
     return tables
 
 
+def _threads_phrase(settings: dict) -> str:
+    """How many threads a thread-scheduling runtime got (runs before the rule say nothing:
+    they gave it W)."""
+    rule = settings.get("runtime_threads")
+    if rule == "cpus":
+        return (" (runtimes that schedule threads: one per usable CPU, at most "
+                f"{settings['workers']})")
+    if rule == "workers":
+        return f" (runtimes that schedule threads: {settings['workers']} threads)"
+    return ""
+
+
 def header_sentence(doc: dict) -> str:
     """One sentence: what machine and which settings produced the tables."""
     env, s, load = doc["environment"], doc["settings"], doc.get("load") or {}
@@ -331,7 +343,8 @@ def header_sentence(doc: dict) -> str:
     samples = s.get("repeat", 1)
     return (f"Measured on {env.get('cpu_model') or 'an unknown CPU'} ({cpu_text}, "
             f"{env.get('memory_gb')} GiB, Linux {env.get('kernel')}): "
-            f"{s['workers']} workers and {s['db_connections']} DB connections per server, "
+            f"{s['workers']} workers{_threads_phrase(s)} and {s['db_connections']} DB "
+            f"connections per server, "
             f"{load_phrase(load)}, {samples} sample(s) of "
             f"{s['duration']:g} s per case after {s['warmup']:g} s warm-up"
             f"{', preset ' + s['preset'] if s.get('preset') else ''}"

@@ -144,7 +144,7 @@ class Measurer:
     def _server_process(self, server: ServerProcess, case, endpoint, spread,
                         workers_before) -> ServerProcessRecord:
         return ServerProcessRecord(
-            workers=self.context.launch.workers, pool_size=server.pool_size,
+            workers=server.workers, pool_size=server.pool_size,
             concurrency=case.variant.server.concurrency,
             db_budget=server.budget.as_dict() if server.budget else None,
             # counted by the database while the server still holds its pools

@@ -18,7 +18,7 @@ from bench.verify.contract import Check
 def check_workers(server, settle_s: float = 0.0) -> Check:
     """Passes when exactly W workers are seen; `settle_s` keeps counting that much longer
     for a census that is not W yet (e.g. after a load, for a replaced worker)."""
-    want = server.settings.workers
+    want = server.workers
     deadline = time.monotonic() + settle_s
     while True:
         seen, what = server.worker_census()
@@ -29,5 +29,7 @@ def check_workers(server, settle_s: float = 0.0) -> Check:
         time.sleep(0.1)
     if seen == want:
         return Check("workers", True, f"{seen} {what}")
-    return Check("workers", False, f"expected {want} workers (--workers {want}), found {seen} "
-                                   f"{what}")
+    asked = server.settings.workers
+    why = f"--workers {asked}" if want == asked else \
+        f"--workers {asked}, --runtime-threads {server.settings.runtime_threads}"
+    return Check("workers", False, f"expected {want} workers ({why}), found {seen} {what}")

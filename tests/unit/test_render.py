@@ -25,7 +25,8 @@ def test_rows_ranked_by_median_and_failures_kept_last(sample_doc):
 def test_markdown_shows_spread_ties_and_reasons(sample_doc):
     md = formats.to_markdown(tables.build_tables(sample_doc), sample_doc)
     lines = md.splitlines()
-    assert lines[2].startswith("Measured on x (2 CPUs, 4 GiB, Linux 6.1): 8 workers and 64 DB "
+    assert lines[2].startswith("Measured on x (2 CPUs, 4 GiB, Linux 6.1): 8 workers (runtimes "
+                               "that schedule threads: one per usable CPU, at most 8) and 64 DB "
                                "connections per server, wrk with 1 thread(s) x 64 connections, "
                                "keep-alive, 3 sample(s) of 5 s per case after 2 s warm-up")
     assert "commit abcdef1234; run 20260102T000000Z-test, status complete." in lines[2]

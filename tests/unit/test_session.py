@@ -40,6 +40,9 @@ class RecordingHost:
     def which(self, tool):
         return f"/usr/bin/{tool}" if tool in self.tools else None
 
+    def machine(self):
+        return {"cpus_usable": 2}
+
     def port_is_free(self, port, address="127.0.0.1"):
         return port not in self.busy
 

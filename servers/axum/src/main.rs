@@ -46,8 +46,8 @@ fn main() -> ExitCode {
         }
     };
 
-    // Exactly BENCH_WORKERS worker threads: the same W as every other server gets, not
-    // one per core. The main thread only waits in block_on (it does not drive the I/O
+    // Exactly BENCH_WORKERS worker threads: the harness's count for a work-stealing
+    // runtime (the usable CPUs, at most W; README "Fairness"). The main thread only waits in block_on (it does not drive the I/O
     // driver of a multi-threaded runtime), so the workers do all the work.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.workers)
