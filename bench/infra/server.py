@@ -55,22 +55,25 @@ def pool_size(spec: manifest.ServerSpec, settings: Settings, database: str) -> i
 
 def server_workers(spec: manifest.ServerSpec, settings: Settings, host: Host = LOCAL) -> int:
     """W as this server runs on `host` (ServerSpec.workers_for): the CPUs it may use are
-    its pinned CPUs, else the host's usable CPUs."""
+    its pinned CPUs, else the host's usable CPUs, asked of the host (a round trip to a
+    remote one) only for a server whose count depends on them."""
+    if spec.workers_for(settings.workers, settings.runtime_threads, 1) == settings.workers:
+        return settings.workers         # W whatever the CPUs: nothing to ask
     pinned = settings.cpus("server")
     cpus = len(pinned) if pinned else int(host.machine().get("cpus_usable") or 1)
     return spec.workers_for(settings.workers, settings.runtime_threads, cpus)
 
 
 def template_values(spec: manifest.ServerSpec, settings: Settings, database: str,
-                    host: Host = LOCAL) -> dict:
+                    host: Host = LOCAL, workers: int | None = None) -> dict:
     """The manifest's placeholders, as paths on the host that runs the server (the project
-    is at the same place in its workdir)."""
+    is at the same place in its workdir); `workers` if already known (server_workers)."""
     return {
         "python": host.project_path(sys.executable), "dir": host.project_path(spec.dir),
         "servers_dir": host.project_path(spec.dir.parent),
         "cache_dir": str(spec.cache_dir) if spec.cache_dir else host.cache_dir(),
         "host": settings.host, "port": str(settings.port),
-        "workers": str(server_workers(spec, settings, host)), "db": database,
+        "workers": str(workers or server_workers(spec, settings, host)), "db": database,
         "pool_size": str(pool_size(spec, settings, database)),
     }
 
@@ -140,7 +143,8 @@ class ServerProcess:
         return f"http://{self.settings.host}:{self.settings.port}"
 
     def environment(self) -> dict[str, str]:
-        values = template_values(self.spec, self.settings, self.variant.database, self.host)
+        values = template_values(self.spec, self.settings, self.variant.database, self.host,
+                                 self.workers)
         env = {**self.host.base_environment(),
                "BENCH_SERVER_ID": self.spec.id,
                "BENCH_HOST": self.settings.host, "BENCH_PORT": str(self.settings.port),
@@ -155,7 +159,8 @@ class ServerProcess:
         return env
 
     def command(self) -> list[str]:
-        values = template_values(self.spec, self.settings, self.variant.database, self.host)
+        values = template_values(self.spec, self.settings, self.variant.database, self.host,
+                                 self.workers)
         return [manifest.expand(a, values) for a in self.spec.start]
 
     def start(self) -> None:
