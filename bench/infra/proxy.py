@@ -48,6 +48,8 @@ class ProxySpec:
     # a regular expression over its worker processes' command lines: ready means all W of
     # them exist (as for a server); "" when they cannot be told apart
     workers_match: str = ""
+    # programs it runs, checked before a run starts (as a server manifest's `requires`)
+    requires: tuple[str, ...] = ()
 
 
 def load_proxy(folder: Path) -> ProxySpec:
@@ -70,7 +72,8 @@ def load_proxy(folder: Path) -> ProxySpec:
                      start=tuple(start), env={k: str(v) for k, v in data.get("env", {}).items()},
                      ready_timeout=float(data.get("ready_timeout", 10)),
                      stop_signal=stop_signal, notes=data.get("notes", {}),
-                     workers_match=_workers_match(data.get("workers_match", ""), path))
+                     workers_match=_workers_match(data.get("workers_match", ""), path),
+                     requires=tuple(str(t) for t in data.get("requires", [])))
 
 
 def _workers_match(text, path: Path) -> str:

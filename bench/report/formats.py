@@ -14,7 +14,7 @@ from tabulate import tabulate
 
 from bench.analysis.latency import MERGED
 from bench.core.conformance import cell as conformance_cell
-from bench.report import cost, levels, sweep
+from bench.report import cost, levels, proxies, sweep
 from bench.storage.results import VERIFICATION_REPORT
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
     header_sentence
@@ -226,6 +226,7 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
             out += ["Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(table.notes, 1)] + [""]
     out += levels_markdown(tables, doc)
     out += sweep_markdown(tables)
+    out += proxy_cost_markdown(tables)
     for table in rates:
         out += rate_markdown(table)
     if "cost" in extra:             # closed-loop and fixed-rate cases alike
@@ -254,6 +255,16 @@ def sweep_markdown(tables: list[Table]) -> list[str]:
     return [line for series in sweep.sweep_series(tables)
             for line in _series_markdown(series.title, *sweep.sweep_cells(series),
                                          sweep.SWEEP_EXPLAINED, series.chart_name)]
+
+
+def proxy_cost_markdown(tables: list[Table]) -> list[str]:
+    """What each --behind proxy costs against direct, in the same run; nothing without."""
+    out = []
+    for item in proxies.proxy_costs(tables):
+        heads, rows = proxies.proxy_cost_cells(item)
+        out += [f"## {item.title}", "", tabulate(rows, heads, tablefmt="pipe",
+                                                 disable_numparse=True), ""]
+    return out + [proxies.PROXY_COST_EXPLAINED, ""] if out else []
 
 
 def _series_markdown(title: str, heads: list[str], rows: list[list[str]], explained: str,

@@ -11,7 +11,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.core.conformance import CHECKS, PASS
-from bench.report import charts, cost, levels, sweep
+from bench.report import charts, cost, levels, proxies, sweep
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
 from bench.storage.results import VERIFICATION_REPORT
@@ -76,6 +76,17 @@ def _sweep_html(tables: list[Table], images: dict) -> list[str]:
         if series.chart_name in images:
             out.append(_img(images[series.chart_name], series.title))
     return out
+
+
+def _proxy_cost_html(tables: list[Table]) -> list[str]:
+    """What each --behind proxy costs against direct, in the same run."""
+    out = []
+    for item in proxies.proxy_costs(tables):
+        heads, rows = proxies.proxy_cost_cells(item)
+        out += [f'<h2 id="{charts.slug(item.title)}">{html.escape(item.title)}</h2>',
+                tabulate(rows, heads, tablefmt="html", disable_numparse=True)]
+    return out + [f'<p class="caption">{html.escape(proxies.PROXY_COST_EXPLAINED)}</p>'] \
+        if out else []
 
 
 def _conformance(doc: dict) -> list[str]:
@@ -158,6 +169,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
                 parts.append(_img(images[name], f"{table.title}: {kind}"))
     parts += _levels_html(tables, doc, images)
     parts += _sweep_html(tables, images)
+    parts += _proxy_cost_html(tables)
     for table in rates:
         parts += _rates_html(table, images)
     parts += cost.cost_html(doc)

@@ -18,6 +18,7 @@ from bench.core.settings import NO_PROXY
 from bench.infra.environment import git_state
 from bench.infra.host import LOCAL
 from bench.infra.hosts import Hosts
+from bench.infra.proxy import available_proxies
 from bench.load import oha, wrk
 from bench.paths import REPO
 
@@ -59,6 +60,12 @@ def tools_needed(context: RunContext, cases: list[Case],
     for spec in {c.variant.server.id: c.variant.server for c in cases}.values():
         for tool in spec.requires:
             need.setdefault(tool, f"the {spec.id} server")
+    behind = {c.load.proxy for c in cases} - {NO_PROXY}
+    if behind:
+        proxies = available_proxies()
+        for name in sorted(behind & set(proxies)):
+            for tool in proxies[name].requires:
+                need.setdefault(tool, f"--behind {name}")
     return need
 
 

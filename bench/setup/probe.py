@@ -23,7 +23,7 @@ SYSTEM_DIRS = ("/usr/sbin", "/sbin", "/usr/local/sbin")
 VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 # the argv that makes each tool say its version; the default is `<tool> --version`
 VERSION_ARGS = {"wrk": ["-v"], "nginx": ["-v"], "sshd": ["-V"], "ip": ["-V"],
-                "go": ["version"]}
+                "go": ["version"], "haproxy": ["-v"], "caddy": ["version"]}
 PROBE_TIMEOUT_S = 10
 
 

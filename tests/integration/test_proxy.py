@@ -1,4 +1,5 @@
-"""A real server behind the real nginx reverse proxy (proxies/nginx, bench.infra.proxy).
+"""A real server behind each real reverse proxy of proxies/ (nginx, HAProxy, Caddy;
+bench.infra.proxy).
 
 The server is fastapi without a database (no build step, no database needed), started by
 bench.infra.lifecycle.running_server on the upstream port exactly as a run starts it;
@@ -31,7 +32,11 @@ PROXY_PORT, UPSTREAM_PORT = TEST_SERVER_PORT, TEST_SERVER_PORT + 1
 WORKERS = 2                                     # enough to proxy, quick to start
 SETTINGS = Settings(workers=WORKERS, port=UPSTREAM_PORT)
 TOKEN = SETTINGS.token
-NGINX = available_proxies()["nginx"]
+PROXIES = available_proxies()
+NGINX = PROXIES["nginx"]
+# every proxy folder: what holds for one holds for all (answers passed through unchanged,
+# contract verification, upstream keep-alive, a prompt 502, nothing left behind)
+each_proxy = pytest.mark.parametrize("proxy_spec", list(PROXIES.values()), ids=list(PROXIES))
 
 # (method, path, token header, JSON body): the requests compared direct vs proxied
 REQUESTS = [
@@ -45,7 +50,8 @@ REQUESTS = [
     ("PATCH", "/user/1/", TOKEN, {"username": "u", "email": "e@example.com"}),   # 404 no db
     ("GET", "/no/such/route/", TOKEN, None),                  # 404
 ]
-# headers nginx sets itself (its own Date and Server) or that describe the connection
+# headers a proxy sets itself (nginx its own Date and Server, Caddy its Server) or that
+# describe the connection
 HOP_HEADERS = {"date", "server", "connection", "keep-alive", "transfer-encoding"}
 
 
@@ -81,13 +87,15 @@ def start_proxy(log, upstream_port: int = UPSTREAM_PORT, spec=NGINX):
 
 
 def test_the_proxies_folder_is_discovered():
-    assert "nginx" in available_proxies()
-    assert NGINX.start and NGINX.dir.name == "nginx" and NGINX.notes
+    assert {"nginx", "haproxy", "caddy"} <= set(PROXIES)
+    for spec in PROXIES.values():
+        assert spec.start and spec.dir.name == spec.name and spec.notes and spec.requires
 
 
-def test_answers_through_the_proxy_equal_the_direct_ones(upstream, tmp_path):
+@each_proxy
+def test_answers_through_the_proxy_equal_the_direct_ones(proxy_spec, upstream, tmp_path):
     log = tmp_path / "proxy.log"
-    with start_proxy(log) as proxy:
+    with start_proxy(log, spec=proxy_spec) as proxy:
         for method, path, token, body in REQUESTS:
             direct = answer(upstream.server.base_url, method, path, token, body)
             proxied = answer(proxy.base_url, method, path, token, body)
@@ -95,18 +103,20 @@ def test_answers_through_the_proxy_equal_the_direct_ones(upstream, tmp_path):
         assert answer(proxy.base_url, "GET", "/plain/?param1=a", None, None)[0] == 401
 
 
-def test_the_contract_verification_passes_through_the_proxy(upstream, tmp_path):
+@each_proxy
+def test_the_contract_verification_passes_through_the_proxy(proxy_spec, upstream, tmp_path):
     log = tmp_path / "proxy.log"
-    with start_proxy(log) as proxy:
+    with start_proxy(log, spec=proxy_spec) as proxy:
         report = verify_server(proxy.base_url, server_id="fastapi", database="none", orm=False,
                                token=TOKEN, endpoint=None)
     assert report.passed, report.summary_text() + "\n" + log_tail(log)
 
 
-def test_upstream_connections_are_kept_alive_and_reused(upstream, tmp_path):
+@each_proxy
+def test_upstream_connections_are_kept_alive_and_reused(proxy_spec, upstream, tmp_path):
     """Requests on one client connection reach the server over one kept-alive upstream
     connection: the connection the first request used is still open after the twentieth
-    (without upstream keep-alive nginx closes each one after its response)."""
+    (without upstream keep-alive a proxy closes each one after its response)."""
     def upstream_connections(proxy) -> set:
         """The proxy's ends (ports) of its open connections to the server: seen from the
         proxy's processes, so another client of the server never counts."""
@@ -117,14 +127,16 @@ def test_upstream_connections_are_kept_alive_and_reused(upstream, tmp_path):
                         c.status == psutil.CONN_ESTABLISHED:
                     found.add(c.laddr.port)
         return found
-    with start_proxy(tmp_path / "proxy.log") as proxy, requests.Session() as client:
+    with start_proxy(tmp_path / "proxy.log", spec=proxy_spec) as proxy, \
+            requests.Session() as client:
         seen = []
         for _ in range(20):
             r = client.get(proxy.base_url + "/plain/?param1=a", headers={"token": TOKEN},
                            timeout=5)
             assert r.status_code == 200
             seen.append(upstream_connections(proxy))
-    # one per nginx worker at most (the readiness check may have used the other worker)
+    # one per nginx worker / HAProxy thread at most (the readiness check may have used
+    # another); the first request's connection still serves the twentieth
     assert seen[0] & seen[-1] and len(seen[-1]) <= WORKERS, (seen, log_tail(tmp_path / "proxy.log"))
 
 
@@ -157,25 +169,34 @@ def test_the_proxy_runs_w_workers_and_is_gone_after_the_context(upstream, tmp_pa
     assert requests.get(upstream.server.base_url + "/ping/", timeout=2).status_code == 200
 
 
-def test_a_proxy_in_front_of_nothing_is_a_clear_error_not_a_hang(tmp_path):
+@each_proxy
+def test_a_proxy_in_front_of_nothing_is_a_clear_error_not_a_hang(proxy_spec, tmp_path):
     with refusing_port() as sock:
         port = sock.getsockname()[1]
         start = time.monotonic()
         with pytest.raises(ProxyError, match=f"upstream http://127.0.0.1:{port} does not answer"):
-            with start_proxy(tmp_path / "proxy.log", upstream_port=port):
+            with start_proxy(tmp_path / "proxy.log", upstream_port=port, spec=proxy_spec):
                 pass
         assert time.monotonic() - start < 10
     assert LOCAL.port_is_free(PROXY_PORT, "127.0.0.1")
 
 
-def test_an_upstream_that_goes_away_gives_a_prompt_502(upstream, tmp_path):
-    """Requests through the proxy after the server stopped fail at once, not after a timeout."""
-    with start_proxy(tmp_path / "proxy.log") as proxy:
+@each_proxy
+def test_an_upstream_that_goes_away_gives_a_prompt_502_and_the_proxy_is_gone_after(
+        proxy_spec, upstream, tmp_path):
+    """Requests through the proxy after the server stopped fail at once, not after a
+    timeout; after its context no process of the proxy is left and its port is free."""
+    with start_proxy(tmp_path / "proxy.log", spec=proxy_spec) as proxy:
+        pids = proxy.pids()
         upstream.server.stop()
         start = time.monotonic()
         r = requests.get(proxy.base_url + "/plain/?param1=a", headers={"token": TOKEN},
                          timeout=10)
-        assert r.status_code == 502 and time.monotonic() - start < 2
+        assert r.status_code in (502, 503) and time.monotonic() - start < 2, r.status_code
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or \
+            psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, pid
+    assert LOCAL.port_is_free(PROXY_PORT, "127.0.0.1")
 
 
 def test_a_proxy_that_exits_at_once_reports_its_log(upstream, tmp_path):

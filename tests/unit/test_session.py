@@ -189,6 +189,21 @@ def test_preflight_problems_stop_the_session_and_close_the_hosts(tmp_path):
     assert signal.getsignal(signal.SIGTERM) == before
 
 
+def test_a_proxy_in_front_needs_its_program_before_anything_starts(tmp_path):
+    """--behind haproxy,caddy: each proxy folder's `requires` is checked with the tools,
+    naming the proxy that needs it; a direct case needs none of them."""
+    host = RecordingHost("here", tools=("wrk",))
+    server = spec(tmp_path)
+    ctx = Session(Settings(results_dir=tmp_path), hosts=all_on(host)).context
+    behind = cases_of(server) + cases_of(server, proxy="haproxy") + cases_of(server, proxy="caddy")
+    needed = preflight.tools_needed(ctx, behind, FOR_RUN)
+    assert needed["haproxy"] == "--behind haproxy" and needed["caddy"] == "--behind caddy"
+    assert "haproxy" not in preflight.tools_needed(ctx, cases_of(server), FOR_RUN)
+    said = " | ".join(preflight.problems(ctx, behind, all_on(host), FOR_RUN))
+    assert "haproxy is not installed" in said and "(needed for --behind haproxy)" in said
+    assert "caddy is not installed" in said
+
+
 def test_what_is_checked_depends_on_the_command(tmp_path):
     host = RecordingHost("here", tools=(), busy_ports={18080})
     server = spec(tmp_path)
