@@ -185,6 +185,12 @@ function prepareFortunes (rows) {
   return fortunes.sort((a, b) => compareCodePoints(a.message, b.message))
 }
 
+// The answers' Content-Types, and the largest PATCH body read (two strings of at most
+// 256 characters fit many times over).
+const JSON_TYPE = 'application/json; charset=utf-8'
+const TEXT_TYPE = 'text/plain; charset=utf-8'
+const MAX_BODY = 64 * 1024
+
 // The contract's error bodies, serialised once.
 const errorBody = (reason) => JSON.stringify({ error: reason })
 const ERRORS = Object.freeze({
@@ -214,6 +220,9 @@ module.exports = {
   randomUsername,
   compareCodePoints,
   prepareFortunes,
+  JSON_TYPE,
+  TEXT_TYPE,
+  MAX_BODY,
   errorBody,
   ERRORS
 }

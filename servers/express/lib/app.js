@@ -11,13 +11,11 @@ const path = require('node:path')
 const express = require('express')
 const { Eta } = require('eta')
 const { LRUCache } = require('lru-cache')
-const { parseUserId, parsePatchBody, queryParam, parseCount, errorBody, ERRORS } =
-  require('../../_jscommon/contract')
+const {
+  parseUserId, parsePatchBody, queryParam, parseCount, errorBody, ERRORS, JSON_TYPE, TEXT_TYPE, MAX_BODY
+} = require('../../_jscommon/contract')
 const suite = require('../../_jscommon/suite')
 
-const JSON_TYPE = 'application/json; charset=utf-8'
-const TEXT_TYPE = 'text/plain; charset=utf-8'
-const MAX_BODY = 64 * 1024 // a PATCH body is two strings of at most 256 characters
 const KEEP_ALIVE_MS = 72 * 1000 // idle keep-alive connections kept this long (Node: 5 s)
 const USER_PATH = /^\/user\/[^/]*\/$/ // what the router would match as /user/:id/
 const USER_ALLOW = 'GET, PATCH, HEAD'

@@ -9,14 +9,12 @@ const Fastify = require('fastify')
 const fastifyView = require('@fastify/view')
 const { Eta } = require('eta')
 const { LRUCache } = require('lru-cache')
-const { parseUserId, parsePatchBody, queryParam, parseCount, errorBody, ERRORS } =
-  require('../../_jscommon/contract')
+const {
+  parseUserId, parsePatchBody, queryParam, parseCount, errorBody, ERRORS, JSON_TYPE, TEXT_TYPE, MAX_BODY
+} = require('../../_jscommon/contract')
 const suite = require('../../_jscommon/suite')
 const { USER_SCHEMA, USERS_SCHEMA, PARAMS_SCHEMA } = require('./schemas')
 
-const JSON_TYPE = 'application/json; charset=utf-8'
-const TEXT_TYPE = 'text/plain; charset=utf-8'
-const MAX_BODY = 64 * 1024 // a PATCH body is two strings of at most 256 characters
 const USER_METHODS = ['GET', 'PATCH', 'HEAD'] // what /user/{id}/ serves (HEAD: fastify's, for GET)
 
 const ERR_TOKEN = ERRORS.token
