@@ -88,7 +88,7 @@ def test_a_distribution_toolchain_too_old_for_the_manifests_is_not_installed():
     assert "golang-go" not in setup.install and "nodejs" not in setup.install
     notes = " ".join(setup.notes)
     assert "golang-go is 1.19 (needs >= 1.21): gin will be unavailable" in notes
-    assert "nodejs is 18.20.4 (needs >= 20): fastify will be unavailable" in notes
+    assert "nodejs is 18.20.4 (needs >= 20): express, fastify will be unavailable" in notes
     # Ubuntu 24.04's Go 1.22 fetches the toolchain go.mod names: good enough
     ubuntu = plan.make_plan(("run",), ROWS, specs, find=found(),
                             candidate=lambda p: {"golang-go": "1.22"}.get(p, "1.0"))

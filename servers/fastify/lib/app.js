@@ -1,32 +1,28 @@
 'use strict'
 
 // The fastify application: the contract's routes, JSON 404 / 405, and a PATCH body
-// read raw whatever its Content-Type. One instance per worker process.
+// read raw whatever its Content-Type. One instance per worker process. The contract's
+// rules, the suite's statements and the fortunes template are the Node.js servers'
+// shared code (../../_jscommon).
 
-const path = require('node:path')
 const Fastify = require('fastify')
 const fastifyView = require('@fastify/view')
 const { Eta } = require('eta')
 const { LRUCache } = require('lru-cache')
 const {
-  parseUserId, parsePatchBody, queryParam, parseCount, randomId, distinctIds, randomUsername,
-  prepareFortunes, ROW_COUNT, USER_SCHEMA, USERS_SCHEMA, PARAMS_SCHEMA
-} = require('./contract')
+  parseUserId, parsePatchBody, queryParam, parseCount, errorBody, ERRORS, JSON_TYPE, TEXT_TYPE, MAX_BODY
+} = require('../../_jscommon/contract')
+const suite = require('../../_jscommon/suite')
+const { USER_SCHEMA, USERS_SCHEMA, PARAMS_SCHEMA } = require('./schemas')
 
-const JSON_TYPE = 'application/json; charset=utf-8'
-const TEXT_TYPE = 'text/plain; charset=utf-8'
-const TEMPLATES = path.join(__dirname, '..', 'templates')
-const MAX_BODY = 64 * 1024 // a PATCH body is two strings of at most 256 characters
 const USER_METHODS = ['GET', 'PATCH', 'HEAD'] // what /user/{id}/ serves (HEAD: fastify's, for GET)
 
-// Constant error bodies, serialised once.
-const errorBody = (reason) => JSON.stringify({ error: reason })
-const ERR_TOKEN = errorBody('invalid token')
-const ERR_NOT_FOUND = errorBody('not found')
-const ERR_NO_DB = errorBody('no database')
-const ERR_METHOD = errorBody('method not allowed')
-const ERR_DATABASE = errorBody('database error')
-const ERR_INTERNAL = errorBody('internal error')
+const ERR_TOKEN = ERRORS.token
+const ERR_NOT_FOUND = ERRORS.notFound
+const ERR_NO_DB = ERRORS.noDatabase
+const ERR_METHOD = ERRORS.method
+const ERR_DATABASE = ERRORS.database
+const ERR_INTERNAL = ERRORS.internal
 
 // Why fastify refused to read a body, as a 400 reason (the contract allows 400 or 422
 // for a bad body; fastify would say 413 / 415).
@@ -133,7 +129,7 @@ function buildApp (cfg, repo) {
 
   // /cached/: this process's own cache (every worker process fills its own), room for
   // all 10,000 rows, no ttl: once warm, no statement at all.
-  const cache = new LRUCache({ max: ROW_COUNT })
+  const cache = new LRUCache(suite.CACHE_OPTIONS)
 
   /** Token, then the database: the error reply for a suite request, or null. */
   function suiteRefusal (request, reply) {
@@ -142,48 +138,19 @@ function buildApp (cfg, repo) {
     return null
   }
 
-  // N SELECTs by primary key, one after another (each awaited, one statement in flight).
-  async function queries (request, reply) {
+  // /queries/, /updates/, /cached/: the rows, serialised by the route's 200 schema.
+  const suiteRoute = (answer) => async function (request, reply) {
     const refused = suiteRefusal(request, reply)
     if (refused !== null) return refused
-    const n = parseCount(queryParam(request.query, 'n'))
-    const found = []
     try {
-      for (let i = 0; i < n; i++) {
-        const row = await repo.getUser(randomId())
-        if (row !== null) found.push(row)
-      }
+      return await answer(parseCount(queryParam(request.query, 'n')))
     } catch (err) {
       return databaseError(reply, err)
     }
-    return found
   }
-
-  // N distinct rows read (N SELECTs), then N single-row UPDATEs in ascending id order,
-  // autocommit; the answer is each row as written.
-  async function updates (request, reply) {
-    const refused = suiteRefusal(request, reply)
-    if (refused !== null) return refused
-    const n = parseCount(queryParam(request.query, 'n'))
-    const written = []
-    try {
-      for (const id of distinctIds(n)) {
-        const row = await repo.getUser(id)
-        if (row !== null) written.push(row)
-      }
-      // The server's UTC time (a JS Date: milliseconds), bound as a parameter.
-      const stamp = new Date().toISOString()
-      written.sort((a, b) => a.user_id - b.user_id)
-      for (const row of written) {
-        row.username = randomUsername()
-        row.updated_at = stamp
-        await repo.setUsername(row.user_id, row.username, stamp)
-      }
-    } catch (err) {
-      return databaseError(reply, err)
-    }
-    return written
-  }
+  const queries = suiteRoute((n) => suite.queries(repo, n))
+  const updates = suiteRoute((n) => suite.updates(repo, n))
+  const cached = suiteRoute((n) => suite.cached(cache, repo, n))
 
   // One SELECT of the table, one fortune added, code-point order, rendered by eta
   // through @fastify/view (<%= %> escapes & < > " ').
@@ -192,34 +159,11 @@ function buildApp (cfg, repo) {
     if (refused !== null) return refused
     let rows
     try {
-      rows = await repo.fortunes()
+      rows = await suite.fortunes(repo)
     } catch (err) {
       return databaseError(reply, err)
     }
-    return reply.view('fortunes', { fortunes: prepareFortunes(rows) })
-  }
-
-  // N ids from the cache; a miss is one SELECT by primary key, then cached.
-  async function cached (request, reply) {
-    const refused = suiteRefusal(request, reply)
-    if (refused !== null) return refused
-    const n = parseCount(queryParam(request.query, 'n'))
-    const found = []
-    try {
-      for (let i = 0; i < n; i++) {
-        const id = randomId()
-        let row = cache.get(id)
-        if (row === undefined) {
-          row = await repo.getUser(id)
-          if (row === null) continue
-          cache.set(id, row)
-        }
-        found.push(row)
-      }
-    } catch (err) {
-      return databaseError(reply, err)
-    }
-    return found
+    return reply.view(suite.FORTUNES_TEMPLATE, { fortunes: rows })
   }
 
   function databaseError (reply, err) {
@@ -266,7 +210,7 @@ function buildApp (cfg, repo) {
   app.register(async function fortunesPlugin (instance) {
     await instance.register(fastifyView, {
       engine: { eta: new Eta() }, // eta's default autoEscape: true
-      templates: TEMPLATES,
+      templates: suite.TEMPLATES_DIR,
       // Templates read and compiled once, then cached. @fastify/view derives this from
       // NODE_ENV=production, which the harness does not set: stated here instead.
       production: true

@@ -7,8 +7,8 @@
 // transaction is opened: each statement runs in autocommit.
 
 const { eq, sql } = require('drizzle-orm')
-const { pgTimestamp, mysqlTimestamp, user } = require('./contract')
-const { withTimeout, mysqlDatetime, CLOSE_TIMEOUT_MS } = require('./db')
+const { pgTimestamp, mysqlTimestamp, user } = require('../../_jscommon/contract')
+const { withTimeout, mysqlDatetime, CLOSE_TIMEOUT_MS } = require('../../_jscommon/db')
 
 // SQL fragments for updated_at, built once (they hold no values).
 const PG_NOW = sql`now()`

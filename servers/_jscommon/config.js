@@ -1,7 +1,8 @@
 'use strict'
 
-// The harness's BENCH_* environment (servers/README.md), read once per process.
-// Nothing here is hard-coded: workers, pool size and addresses all come from it.
+// The harness's BENCH_* environment (servers/README.md), read once per process, for
+// every Node.js server. Nothing here is hard-coded: workers, pool size and addresses
+// all come from it.
 
 const DATABASES = ['postgres', 'mysql', 'none']
 
@@ -19,7 +20,8 @@ function positiveInt (env, name, fallback) {
   return Number(raw)
 }
 
-function fromEnv (env = process.env) {
+/** `name`: the server's id when BENCH_SERVER_ID is not set (a manual start). */
+function fromEnv (name, env = process.env) {
   const db = env.BENCH_DB || 'none'
   if (!DATABASES.includes(db)) {
     throw new ConfigError(`BENCH_DB must be one of ${DATABASES.join(', ')}, got ${JSON.stringify(db)}`)
@@ -27,7 +29,8 @@ function fromEnv (env = process.env) {
   const port = positiveInt(env, 'BENCH_PORT')
   if (port > 65535) throw new ConfigError(`BENCH_PORT ${port} is not a port`)
   return Object.freeze({
-    serverId: env.BENCH_SERVER_ID || 'fastify',
+    serverId: env.BENCH_SERVER_ID || name,
+    name, // the framework, for log lines
     host: env.BENCH_HOST || '127.0.0.1',
     port,
     workers: positiveInt(env, 'BENCH_WORKERS', 1),

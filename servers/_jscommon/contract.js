@@ -1,7 +1,9 @@
 'use strict'
 
-// The parts of the HTTP contract that do not depend on fastify or on a driver: the
-// user id, the PATCH body, the user object and its timestamps. Pure functions.
+// The parts of the HTTP contract that depend neither on a framework nor on a driver
+// (shared by the Node.js servers): the user id, the PATCH body, the user object and
+// its timestamps, the database suite's n, ids and fortune order, the error bodies.
+// Pure functions.
 
 const { isUtf8 } = require('node:buffer')
 
@@ -183,33 +185,22 @@ function prepareFortunes (rows) {
   return fortunes.sort((a, b) => compareCodePoints(a.message, b.message))
 }
 
-// JSON Schemas for fastify's compiled serializers (fast-json-stringify).
-const USER_SCHEMA = {
-  type: 'object',
-  properties: {
-    user_id: { type: 'integer' },
-    username: { type: 'string' },
-    email: { type: ['string', 'null'] },
-    created_at: { type: 'string' },
-    updated_at: { type: 'string' },
-    is_archived: { type: 'boolean' }
-  },
-  required: ['user_id', 'username', 'email', 'created_at', 'updated_at', 'is_archived'],
-  additionalProperties: false
-}
+// The answers' Content-Types, and the largest PATCH body read (two strings of at most
+// 256 characters fit many times over).
+const JSON_TYPE = 'application/json; charset=utf-8'
+const TEXT_TYPE = 'text/plain; charset=utf-8'
+const MAX_BODY = 64 * 1024
 
-const USERS_SCHEMA = { type: 'array', items: USER_SCHEMA }
-
-const PARAMS_SCHEMA = {
-  type: 'object',
-  properties: {
-    param1: { type: ['string', 'null'] },
-    param2: { type: ['string', 'null'] },
-    param3: { type: ['string', 'null'] }
-  },
-  required: ['param1', 'param2', 'param3'],
-  additionalProperties: false
-}
+// The contract's error bodies, serialised once.
+const errorBody = (reason) => JSON.stringify({ error: reason })
+const ERRORS = Object.freeze({
+  token: errorBody('invalid token'),
+  notFound: errorBody('not found'),
+  noDatabase: errorBody('no database'),
+  method: errorBody('method not allowed'),
+  database: errorBody('database error'),
+  internal: errorBody('internal error')
+})
 
 module.exports = {
   MAX_TEXT,
@@ -229,7 +220,9 @@ module.exports = {
   randomUsername,
   compareCodePoints,
   prepareFortunes,
-  USER_SCHEMA,
-  USERS_SCHEMA,
-  PARAMS_SCHEMA
+  JSON_TYPE,
+  TEXT_TYPE,
+  MAX_BODY,
+  errorBody,
+  ERRORS
 }

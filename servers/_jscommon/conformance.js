@@ -1,0 +1,304 @@
+'use strict'
+
+// The HTTP-level unit tests every Node.js server runs through its own app, without a
+// database: the status order (token, database, id, body), the JSON 404 / 405 / 400 /
+// 500 bodies, raw PATCH bodies of every Content-Type, the query strings, and the
+// database suite (n parsing, the fortunes page exactly as specified and escaped, the
+// statements per request against a recording fake repository, the warm cache).
+//
+// A server's test file calls defineTests(name, start), where
+//   start(cfg, repo) -> Promise<app>, app.call(method, url, { token, body, headers })
+//   and app.get(url, token) -> Promise<{ status, type, json, text, headers }>,
+//   app.close() -> Promise
+// (fastify: fastify.inject(); express: a real socket on 127.0.0.1 and fetch).
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+
+const contract = require('./contract')
+
+const CFG = Object.freeze({ db: 'postgres', orm: false, token: 'tok' })
+
+/** A response as the tests read it; `headers` lower-cased names to values. */
+function response (status, headers, text) {
+  let json
+  try { json = JSON.parse(text) } catch { json = undefined }
+  return { status, type: headers['content-type'], json, text, headers }
+}
+
+function defineTests (name, startApp) {
+  const start = (cfg, repo) => startApp({ ...cfg, serverId: name, name }, repo)
+  const USER = contract.user(7, 'u', null, '2024-01-01T00:00:07Z', '2024-01-01T00:00:07Z', false)
+
+  function fakeRepo () {
+    const calls = []
+    return {
+      calls,
+      async getUser (id) { calls.push(['get', id]); return id === 7 ? USER : null },
+      async updateUser (id, username, email) {
+        calls.push(['update', id, username, email])
+        return id === 7 ? { ...USER, username, email } : null
+      }
+    }
+  }
+
+  test('routes, statuses and error bodies', async () => {
+    const repo = fakeRepo()
+    const app = await start(CFG, repo)
+    try {
+      let r = await app.call('GET', '/ping/', { token: null })
+      assert.deepEqual(r.json, { server: name, database: 'postgres', orm: false })
+      r = await app.call('GET', '/user/7/')
+      assert.equal(r.status, 200)
+      assert.match(r.type, /^application\/json/)
+      assert.deepEqual(r.json, USER)
+      for (const [method, url, status] of [
+        ['GET', '/user/7/', 401], ['PATCH', '/user/7/', 401], ['GET', '/plain/', 401], ['GET', '/to_json/', 401],
+        ['GET', '/user/8/', 404], ['GET', '/user/0/', 404], ['GET', '/user/abc/', 404], ['GET', '/user/7', 404],
+        ['GET', `/user/${'1'.repeat(300)}/`, 404], ['GET', '/user/%ZZ/', 404], ['GET', '/nope', 404],
+        ['POST', '/user/7/', 405], ['DELETE', '/plain/', 405], ['PUT', '/ping/', 405]
+      ]) {
+        r = await app.call(method, url, { token: status === 401 ? null : 'tok' })
+        assert.equal(r.status, status, `${method} ${url}`)
+        assert.equal(typeof r.json.error, 'string', `${method} ${url}`)
+      }
+      assert.equal((await app.call('POST', '/user/7/')).headers.allow, 'GET, PATCH, HEAD')
+
+      // PATCH: any Content-Type (or none) is read raw and validated the same way.
+      const good = JSON.stringify({ username: 'n', email: 'e' })
+      for (const type of ['application/json', 'text/plain', 'application/x-www-form-urlencoded', undefined]) {
+        r = await app.call('PATCH', '/user/7/', { body: good, headers: type ? { 'content-type': type } : {} })
+        assert.equal(r.status, 200, String(type))
+        assert.equal(r.json.username, 'n')
+      }
+      for (const [body, headers] of [['not json', {}], ['', {}], [good, { 'content-type': 'bogus' }],
+        ['x'.repeat(70000), {}], ['{"username":"","email":""}', {}]]) {
+        r = await app.call('PATCH', '/user/7/', { body, headers })
+        assert.equal(r.status, 400, body.slice(0, 20))
+        assert.equal(typeof r.json.error, 'string')
+      }
+      // The order: token first, then the id, then the body; the database is never asked.
+      const before = repo.calls.length
+      r = await app.call('PATCH', '/user/7/', { token: 'wrong', body: 'x'.repeat(70000) })
+      assert.equal(r.status, 401)
+      r = await app.call('PATCH', '/user/abc/', { body: 'not json', headers: { 'content-type': 'bogus' } })
+      assert.equal(r.status, 404)
+      r = await app.call('PATCH', '/user/0/', { body: 'x'.repeat(70000) })
+      assert.equal(r.status, 404)
+      assert.equal(repo.calls.length, before)
+      r = await app.call('PATCH', '/user/8/', { body: good })
+      assert.equal(r.status, 404)
+
+      r = await app.call('GET', '/plain/?param1=a%20b&param2=x+y&param3=%26&param1=ignored')
+      assert.equal(r.text, 'param1=a b, param2=x y, param3=&')
+      assert.match(r.type, /^text\/plain/)
+      r = await app.call('GET', '/to_json/?param1=%C3%A9&param3=')
+      assert.deepEqual(r.json, { param1: 'é', param2: null, param3: '' })
+    } finally {
+      await app.close()
+    }
+  })
+
+  test('without a database the user endpoints are 404 after the token check', async () => {
+    const app = await start({ ...CFG, db: 'none' }, null)
+    try {
+      assert.equal((await app.call('GET', '/user/1/', { token: null })).status, 401)
+      const r = await app.call('PATCH', '/user/1/', { body: 'junk' })
+      assert.equal(r.status, 404)
+      assert.deepEqual(r.json, { error: 'no database' })
+    } finally {
+      await app.close()
+    }
+  })
+
+  test('a database error is a JSON 500, never a crash', async () => {
+    const failing = { async getUser () { throw new Error('boom') }, async updateUser () { throw new Error('boom') } }
+    const app = await start(CFG, failing)
+    const errors = []
+    const original = console.error
+    console.error = (msg) => errors.push(msg)
+    try {
+      const r = await app.call('GET', '/user/1/')
+      assert.equal(r.status, 500)
+      assert.deepEqual(r.json, { error: 'database error' })
+      assert.equal(errors.length, 1)
+    } finally {
+      console.error = original
+      await app.close()
+    }
+  })
+  // The twelve rows of the contract's fortune table.
+  const FORTUNES = [
+    'Benchmarks measure what they measure.',
+    '<script>alert("escape me")</script>',
+    'Tom & Jerry\'s "quoted" <b>bold</b> claim',
+    'A median without its interval is an anecdote.',
+    'Zero errors is the only acceptable number.',
+    'Keep-alive or close: say which.',
+    'Cold caches tell the truth.',
+    'Latency hides in the tail.',
+    'フレームワークの速さは測り方次第。',
+    'Ünïcödé must survive the round trip.',
+    '\'single\' & "double" quotes',
+    'Every request deserves an answer.'
+  ].map((message, i) => ({ id: i + 1, message }))
+
+  const STAMP = '2024-01-01T00:00:00Z'
+
+  function fakeSuiteRepo () {
+    const calls = []
+    return {
+      calls,
+      async getUser (id) {
+        calls.push(['select', id])
+        return contract.user(id, `user${id}`, null, STAMP, STAMP, id % 10 === 0)
+      },
+      async setUsername (id, username, stamp) { calls.push(['update', id, username, stamp]) },
+      async fortunes () { calls.push(['fortunes']); return FORTUNES.map((f) => ({ ...f })) }
+    }
+  }
+
+  function unescapeHtml (s) {
+    return s.replace(/&(#(\d+)|#x([0-9a-f]+)|amp|lt|gt|quot|apos);/gi, (m, entity, dec, hex) => {
+      if (dec) return String.fromCodePoint(Number(dec))
+      if (hex) return String.fromCodePoint(parseInt(hex, 16))
+      return { amp: '&', lt: '<', gt: '>', quot: '"', apos: '\'' }[entity.toLowerCase()]
+    })
+  }
+
+  test('fortunes: one SELECT, the page exactly as specified, every message escaped', async () => {
+    const repo = fakeSuiteRepo()
+    const app = await start(CFG, repo)
+    try {
+      const r = await app.get('/fortunes/')
+      assert.equal(r.status, 200)
+      assert.equal(r.type, 'text/html; charset=utf-8')
+      assert.deepEqual(repo.calls, [['fortunes']])
+      assert.ok(!r.text.includes('<script>'))
+      assert.ok(!r.text.includes('<b>'))
+      assert.ok(r.text.includes('&lt;script&gt;alert(&quot;escape me&quot;)&lt;/script&gt;'))
+      assert.ok(r.text.includes('Tom &amp; Jerry&#39;s &quot;quoted&quot; &lt;b&gt;bold&lt;/b&gt; claim'))
+      const head = '<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>' +
+        '<tr><th>id</th><th>message</th></tr>'
+      const tail = '</table></body></html>'
+      assert.ok(r.text.startsWith(head))
+      assert.ok(r.text.endsWith(tail))
+      const rows = r.text.slice(head.length, -tail.length)
+      const cells = [...rows.matchAll(/<tr><td>([^<]*)<\/td><td>([^<]*)<\/td><\/tr>/g)]
+      assert.equal(cells.map((m) => m[0]).join(''), rows) // nothing else between the rows
+      const expected = [...FORTUNES, { id: 0, message: 'A fortune added at request time.' }]
+        .sort((a, b) => contract.compareCodePoints(a.message, b.message))
+      assert.deepEqual(cells.map((m) => ({ id: Number(m[1]), message: unescapeHtml(m[2]) })), expected)
+      assert.equal(cells.length, 13)
+      // rendered again from the cached template, the same page
+      assert.equal((await app.get('/fortunes/')).text, r.text)
+    } finally {
+      await app.close()
+    }
+  })
+
+  test('queries, updates, cached: n rows, the statements the manifest declares', async () => {
+    const repo = fakeSuiteRepo()
+    const app = await start(CFG, repo)
+    try {
+      for (const [query, n] of [['', 1], ['?n=0', 1], ['?n=abc', 1], ['?n=-3', 1], ['?n=1.5', 1], ['?n=', 1],
+        ['?n=7', 7], ['?n=501', 500], ['?n=99999999999999999999', 500], ['?n=3&n=9', 3]]) {
+        repo.calls.length = 0
+        let r = await app.get(`/queries/${query}`)
+        assert.equal(r.status, 200, query)
+        assert.equal(r.json.length, n, query)
+        assert.equal(repo.calls.length, n)
+        assert.ok(repo.calls.every((c) => c[0] === 'select'))
+        for (const u of r.json) assert.deepEqual(Object.keys(u), Object.keys(contract.user()))
+
+        repo.calls.length = 0
+        r = await app.get(`/updates/${query}`)
+        assert.equal(r.status, 200, query)
+        assert.equal(r.json.length, n, query)
+        const selects = repo.calls.slice(0, n)
+        const writes = repo.calls.slice(n)
+        assert.ok(selects.every((c) => c[0] === 'select'))
+        assert.equal(new Set(selects.map((c) => c[1])).size, n) // distinct ids
+        assert.equal(writes.length, n)
+        assert.ok(writes.every((c) => c[0] === 'update'))
+        const ids = writes.map((c) => c[1])
+        assert.deepEqual(ids, [...ids].sort((a, b) => a - b)) // ascending id order
+        // the answer is what was written
+        const byId = new Map(r.json.map((u) => [u.user_id, u]))
+        for (const [, id, username, stamp] of writes) {
+          assert.equal(byId.get(id).username, username)
+          assert.equal(byId.get(id).updated_at, stamp)
+          assert.match(username, /^u\d+$/)
+          assert.match(stamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+          assert.equal(byId.get(id).created_at, STAMP)
+        }
+
+        r = await app.get(`/cached/${query}`)
+        assert.equal(r.status, 200, query)
+        assert.equal(r.json.length, n, query)
+      }
+
+      // Warm the cache with every id (a fake repo that knows all 10,000 rows), then no
+      // statement at all.
+      repo.calls.length = 0
+      for (let i = 0; i < 200; i++) await app.get('/cached/?n=500')
+      const misses = repo.calls.length
+      assert.ok(misses <= 10000)
+      assert.equal(new Set(repo.calls.map((c) => c[1])).size, misses) // one SELECT per miss
+      for (let i = 0; i < 20 && repo.calls.length < 10000; i++) await app.get('/cached/?n=500')
+      if (repo.calls.length === 10000) {
+        const r = await app.get('/cached/?n=500')
+        assert.equal(r.json.length, 500)
+        assert.equal(repo.calls.length, 10000)
+      }
+    } finally {
+      await app.close()
+    }
+  })
+
+  test('suite routes: token first, then no database, never a 5xx', async () => {
+    const repo = fakeSuiteRepo()
+    const app = await start(CFG, repo)
+    const noDb = await start({ ...CFG, db: 'none' }, null)
+    try {
+      for (const url of ['/queries/', '/updates/?n=3', '/fortunes/', '/cached/?n=abc']) {
+        let r = await app.get(url, null)
+        assert.equal(r.status, 401, url)
+        assert.deepEqual(r.json, { error: 'invalid token' })
+        r = await app.get(url, 'wrong')
+        assert.equal(r.status, 401, url)
+        r = await noDb.get(url, null)
+        assert.equal(r.status, 401, url)
+        r = await noDb.get(url)
+        assert.equal(r.status, 404, url)
+        assert.deepEqual(r.json, { error: 'no database' })
+        const res = await app.call('POST', url)
+        assert.equal(res.status, 405, url)
+        assert.equal(res.headers.allow, 'GET, HEAD')
+      }
+      assert.deepEqual(repo.calls, [])
+    } finally {
+      await app.close()
+      await noDb.close()
+    }
+  })
+
+  test('suite: a database error is a JSON 500, never a crash', async () => {
+    const boom = async () => { throw new Error('boom') }
+    const app = await start(CFG, { getUser: boom, setUsername: boom, fortunes: boom })
+    const original = console.error
+    console.error = () => {}
+    try {
+      for (const url of ['/queries/', '/updates/', '/fortunes/', '/cached/']) {
+        const r = await app.get(url)
+        assert.equal(r.status, 500, url)
+        assert.deepEqual(r.json, { error: 'database error' })
+      }
+    } finally {
+      console.error = original
+      await app.close()
+    }
+  })
+}
+
+module.exports = { defineTests, response, CFG }
