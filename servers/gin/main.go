@@ -10,51 +10,40 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"webbench/gocommon"
 )
 
 // shutdownGrace: in-flight requests get this long after SIGTERM (the harness sends
 // SIGKILL 5 s after SIGTERM).
 const shutdownGrace = 2 * time.Second
 
-func openStore(ctx context.Context, cfg *config) (Store, error) {
-	switch {
-	case cfg.db == dbNone:
-		return nil, nil
-	case cfg.orm:
+func openStore(ctx context.Context, cfg *gocommon.Config) (gocommon.Store, error) {
+	if cfg.ORM && cfg.DB != gocommon.DBNone {
 		return openGorm(ctx, cfg)
-	case cfg.db == dbPostgres:
-		return openPostgres(ctx, cfg)
-	default:
-		return openMySQL(ctx, cfg)
 	}
+	return gocommon.OpenRaw(ctx, cfg)
 }
 
 func main() {
 	log.SetPrefix("gin: ")
-	cfg, err := configFromEnv()
+	cfg, err := gocommon.FromEnv("gin")
 	if err != nil {
 		log.Fatalf("configuration error: %v", err)
 	}
-	// BENCH_WORKERS OS threads run Go code at once (an explicit value also turns off
-	// Go's automatic GOMAXPROCS updates from the cgroup CPU limit), unless GOMAXPROCS is
-	// in the environment: then the Go runtime has already applied it (a settings sweep,
-	// run_bench.py --server-env GOMAXPROCS=2,8).
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(cfg.workers)
-	}
+	// GOMAXPROCS = BENCH_WORKERS unless GOMAXPROCS is in the environment.
+	cfg.SetThreads()
 	// No debug route listing or warnings; set before the engine is created.
 	gin.SetMode(gin.ReleaseMode)
 
@@ -64,21 +53,19 @@ func main() {
 	store, err := openStore(openCtx, cfg)
 	cancelOpen()
 	if err != nil {
-		log.Fatalf("cannot open the %s pool: %v", cfg.db, err)
+		log.Fatalf("cannot open the %s pool: %v", cfg.DB, err)
 	}
 
-	ping, _ := json.Marshal(map[string]any{"server": cfg.serverID, "database": cfg.db, "orm": cfg.orm})
-	a := newApp(cfg.token, store, ping)
 	srv := &http.Server{
-		Handler: newRouter(a),
+		Handler: newRouter(gocommon.NewApp(cfg.Token, store, gocommon.PingBody(cfg))),
 		// Headers of a well-behaved client arrive at once; a stalled one is dropped.
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 
-	addr := net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port))
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		closeStore(store)
+		gocommon.CloseStore(store)
 		log.Fatalf("cannot listen on %s: %v", addr, err)
 	}
 
@@ -105,21 +92,6 @@ func main() {
 		}
 	}
 	// Persistent connections are closed at shutdown, not left to the OS.
-	closeStore(store)
+	gocommon.CloseStore(store)
 	os.Exit(exit)
-}
-
-// closeStore closes the pool, waiting at most one second (pgxpool.Close waits for
-// connections still in use).
-func closeStore(s Store) {
-	if s == nil {
-		return
-	}
-	done := make(chan struct{})
-	go func() { s.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		log.Printf("database pool did not close within 1s")
-	}
 }
