@@ -9,8 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log"
-	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -72,47 +70,6 @@ type App struct {
 func NewApp(token string, store Store, pingBody []byte) *App {
 	return &App{Token: token, Store: store, PingBody: pingBody, Ctx: context.Background(),
 		Cache: NewUserCache()}
-}
-
-// NeedDB: after the token check, every route but /ping/, /plain/ and /to_json/ needs
-// a database: 404 "no database" without one (status 0: there is one).
-func (a *App) NeedDB() (status int, body []byte) {
-	if a.Store == nil {
-		return http.StatusNotFound, ErrNoDB
-	}
-	return 0, nil
-}
-
-// UserID: "no database" (404), then the id from the path (404): status 0 when the
-// id is good. The token is checked before, by the framework's handler.
-func (a *App) UserID(raw string) (id int32, status int, body []byte) {
-	if status, body = a.NeedDB(); status != 0 {
-		return 0, status, body
-	}
-	id, ok := ParseID(raw)
-	if !ok {
-		return 0, http.StatusNotFound, ErrNotFound
-	}
-	return id, 0, nil
-}
-
-// UserFailure: what a get/update user answers when it has no user to show (status
-// 0 when u is to be answered as JSON with 200).
-func UserFailure(u *User, err error) (status int, body []byte) {
-	switch {
-	case err != nil:
-		return DBFailure(err)
-	case u == nil:
-		return http.StatusNotFound, ErrNotFound
-	}
-	return 0, nil
-}
-
-// DBFailure logs a database error (errors only, never per request: this is not an
-// access log) and gives the 500 to answer.
-func DBFailure(err error) (status int, body []byte) {
-	log.Printf("database error: %v", err)
-	return http.StatusInternalServerError, ErrDatabase
 }
 
 // ParseID: the contract's user_id (an int4): ASCII digits only, at most 10 of them,

@@ -1,14 +1,14 @@
 package main
 
-// The contract's endpoints on fasthttp with fasthttp/router. The rules themselves
-// (error bodies, ids, the PATCH body, the suite) are servers/_gocommon's, shared with
-// gin; this file is fasthttp's side of them. Every failure is a JSON
-// {"error": "..."} with a 4xx status; only a database failure (never client input)
-// gives a 500.
+// The contract's endpoints on fasthttp with fasthttp/router. What each route answers
+// is servers/_gocommon's (reply.go: the checks in the contract's order, the stores,
+// the suite), shared with gin; this file reads the request the fasthttp way and
+// writes the answer. Every failure is a JSON {"error": "..."} with a 4xx status; only
+// a database failure (never client input) gives a 500.
 
 import (
-	"encoding/json"
 	"errors"
+	"html/template"
 	"log"
 	"net"
 	"net/http"
@@ -21,7 +21,9 @@ import (
 
 type app struct {
 	*gocommon.App
-	templates fortunesTemplate
+	// The fortunes page: Go's html/template (fasthttp has no template engine),
+	// parsed once at start-up.
+	templates *template.Template
 }
 
 func (a *app) authorized(ctx *fasthttp.RequestCtx) bool {
@@ -30,83 +32,30 @@ func (a *app) authorized(ctx *fasthttp.RequestCtx) bool {
 	return string(ctx.Request.Header.Peek("token")) == a.Token
 }
 
-func fail(ctx *fasthttp.RequestCtx, status int, body []byte) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType(gocommon.JSONType)
-	ctx.SetBody(body)
+func reply(ctx *fasthttp.RequestCtx, r gocommon.Reply) {
+	ctx.SetStatusCode(r.Status)
+	ctx.SetContentType(r.Type)
+	ctx.SetBody(r.Body)
 }
 
-// writeJSON: encoding/json, as gin's c.JSON (HTML-escaping <, > and & as \u003c...).
-func writeJSON(ctx *fasthttp.RequestCtx, v any) {
-	b, err := json.Marshal(v)
-	if err != nil { // the contract's types always marshal
-		log.Printf("json: %v", err)
-		fail(ctx, http.StatusInternalServerError, gocommon.ErrInternal)
-		return
-	}
-	ctx.SetContentType(gocommon.JSONType)
-	ctx.SetBody(b)
+// id: the {id} path segment, as the router matched it.
+func id(ctx *fasthttp.RequestCtx) string {
+	s, _ := ctx.UserValue("id").(string)
+	return s
 }
 
-func (a *app) ping(ctx *fasthttp.RequestCtx) {
-	ctx.SetContentType(gocommon.JSONType)
-	ctx.SetBody(a.PingBody)
-}
-
-func userResponse(ctx *fasthttp.RequestCtx, u *gocommon.User, err error) {
-	if status, body := gocommon.UserFailure(u, err); status != 0 {
-		fail(ctx, status, body)
-		return
-	}
-	writeJSON(ctx, u)
-}
-
-// userID runs the checks every user route makes, in the contract's order: the token
-// (401), a database (404 "no database"), then the id (404). ok is false when it has
-// already answered.
-func (a *app) userID(ctx *fasthttp.RequestCtx) (id int32, ok bool) {
-	if !a.authorized(ctx) {
-		fail(ctx, http.StatusUnauthorized, gocommon.ErrToken)
-		return 0, false
-	}
-	raw, _ := ctx.UserValue("id").(string)
-	id, status, body := a.UserID(raw)
-	if status != 0 {
-		fail(ctx, status, body)
-		return 0, false
-	}
-	return id, true
-}
+func (a *app) ping(ctx *fasthttp.RequestCtx) { reply(ctx, a.Ping()) }
 
 func (a *app) getUser(ctx *fasthttp.RequestCtx) {
-	id, ok := a.userID(ctx)
-	if !ok {
-		return
-	}
-	u, err := a.Store.GetUser(a.Ctx, id)
-	userResponse(ctx, u, err)
+	reply(ctx, a.GetUser(a.authorized(ctx), id(ctx)))
 }
 
 func (a *app) patchUser(ctx *fasthttp.RequestCtx) {
-	id, ok := a.userID(ctx)
-	if !ok {
-		return
-	}
-	// The body, whatever its Content-Type, was read by fasthttp before the handler
-	// (at most Server.MaxRequestBodySize = MaxBody; larger is refused by errorHandler);
-	// checked again here for a request that did not come through the Server.
-	body := ctx.PostBody()
-	if len(body) > gocommon.MaxBody {
-		fail(ctx, http.StatusBadRequest, gocommon.ErrBodyTooLarge)
-		return
-	}
-	username, email, err := gocommon.ParseUpdate(body)
-	if err != nil {
-		fail(ctx, http.StatusBadRequest, gocommon.ErrorBody(err.Error()))
-		return
-	}
-	u, err := a.Store.UpdateUser(a.Ctx, id, username, email)
-	userResponse(ctx, u, err)
+	reply(ctx, a.PatchUser(a.authorized(ctx), id(ctx), func() ([]byte, error) {
+		// The body, whatever its Content-Type, was read by fasthttp before the
+		// handler, at most Server.MaxRequestBodySize = MaxBody (larger: errorHandler).
+		return ctx.PostBody(), nil
+	}))
 }
 
 var paramNames = [3]string{"param1", "param2", "param3"}
@@ -126,34 +75,49 @@ func params(ctx *fasthttp.RequestCtx) (v [3]string, ok [3]bool) {
 }
 
 func (a *app) plain(ctx *fasthttp.RequestCtx) {
-	if !a.authorized(ctx) {
-		fail(ctx, http.StatusUnauthorized, gocommon.ErrToken)
-		return
-	}
 	v, _ := params(ctx)
-	ctx.SetContentType(gocommon.TextType)
-	ctx.SetBody(gocommon.PlainBody(v))
+	reply(ctx, a.Plain(a.authorized(ctx), v))
 }
 
 func (a *app) toJSON(ctx *fasthttp.RequestCtx) {
-	if !a.authorized(ctx) {
-		fail(ctx, http.StatusUnauthorized, gocommon.ErrToken)
+	v, ok := params(ctx)
+	reply(ctx, a.ToJSON(a.authorized(ctx), v, ok))
+}
+
+// n: the first n of the query string ("" when absent).
+func n(ctx *fasthttp.RequestCtx) string { return string(ctx.QueryArgs().Peek("n")) }
+
+// The database suite (CONTRACT.md section 6).
+func (a *app) queries(ctx *fasthttp.RequestCtx) {
+	reply(ctx, a.QueriesReply(a.authorized(ctx), n(ctx)))
+}
+func (a *app) updates(ctx *fasthttp.RequestCtx) {
+	reply(ctx, a.UpdatesReply(a.authorized(ctx), n(ctx)))
+}
+func (a *app) cached(ctx *fasthttp.RequestCtx) { reply(ctx, a.CachedReply(a.authorized(ctx), n(ctx))) }
+
+// GET /fortunes/: the template writes straight into the response body (RequestCtx
+// is an io.Writer); text/html; charset=utf-8.
+func (a *app) fortunes(ctx *fasthttp.RequestCtx) {
+	fortunes, r, ok := a.FortunesList(a.authorized(ctx))
+	if !ok {
+		reply(ctx, r)
 		return
 	}
-	v, ok := params(ctx)
-	writeJSON(ctx, gocommon.NewToJSONBody(&v, ok))
+	ctx.SetContentType(gocommon.HTMLType)
+	if err := gocommon.RenderFortunes(ctx, a.templates, fortunes); err != nil {
+		log.Printf("fortunes template: %v", err)
+		ctx.ResetBody()
+		reply(ctx, gocommon.Internal)
+	}
 }
 
 // notFound: any path that is not one of the contract's routes.
-func notFound(ctx *fasthttp.RequestCtx) {
-	fail(ctx, http.StatusNotFound, gocommon.ErrNotFound)
-}
+func notFound(ctx *fasthttp.RequestCtx) { reply(ctx, gocommon.NotFound) }
 
 // methodNotAllowed: a known path with a method it does not serve (the router has
 // already set the Allow header).
-func methodNotAllowed(ctx *fasthttp.RequestCtx) {
-	fail(ctx, http.StatusMethodNotAllowed, gocommon.ErrMethodNotAllowed)
-}
+func methodNotAllowed(ctx *fasthttp.RequestCtx) { reply(ctx, gocommon.MethodNotAllowed) }
 
 // recovered: fasthttp itself recovers no panic (one would end the process); the
 // router's PanicHandler answers a JSON 500 instead (no code path is known to panic on
@@ -161,7 +125,7 @@ func methodNotAllowed(ctx *fasthttp.RequestCtx) {
 func recovered(ctx *fasthttp.RequestCtx, v any) {
 	log.Printf("panic: %v", v)
 	ctx.Response.Reset()
-	fail(ctx, http.StatusInternalServerError, gocommon.ErrInternal)
+	reply(ctx, gocommon.Internal)
 }
 
 // errorHandler: fasthttp calls it for a request it could not read (before any
@@ -174,18 +138,18 @@ func errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		fail(ctx, http.StatusBadRequest, gocommon.ErrBodyTooLarge)
+		reply(ctx, gocommon.BodyTooLarge)
 	case errors.As(err, &small):
-		fail(ctx, http.StatusRequestHeaderFieldsTooLarge, gocommon.ErrorBody("request header too large"))
+		reply(ctx, gocommon.Fail(http.StatusRequestHeaderFieldsTooLarge, gocommon.ErrorBody("request header too large")))
 	case errors.As(err, &netErr) && netErr.Timeout():
-		fail(ctx, http.StatusRequestTimeout, gocommon.ErrorBody("request timeout"))
+		reply(ctx, gocommon.Fail(http.StatusRequestTimeout, gocommon.ErrorBody("request timeout")))
 	default:
-		fail(ctx, http.StatusBadRequest, gocommon.ErrBadRequest)
+		reply(ctx, gocommon.Fail(http.StatusBadRequest, gocommon.ErrBadRequest))
 	}
 }
 
 func newRouter(core *gocommon.App) fasthttp.RequestHandler {
-	a := &app{App: core, templates: newFortunesTemplate()}
+	a := &app{App: core, templates: gocommon.NewTemplates()}
 	r := router.New()
 	// 404 for an unknown path even when it differs from a route by a slash or by
 	// case, as on the other servers; never a redirect.

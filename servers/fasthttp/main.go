@@ -10,23 +10,13 @@
 package main
 
 import (
-	"context"
 	"log"
-	"net"
-	"os"
-	"os/signal"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"webbench/gocommon"
 )
-
-// shutdownGrace: in-flight requests get this long after SIGTERM (the harness sends
-// SIGKILL 5 s after SIGTERM).
-const shutdownGrace = 2 * time.Second
 
 func newServer(handler fasthttp.RequestHandler) *fasthttp.Server {
 	return &fasthttp.Server{
@@ -79,47 +69,11 @@ func main() {
 	}
 	// GOMAXPROCS = BENCH_WORKERS unless GOMAXPROCS is in the environment.
 	cfg.SetThreads()
-
-	// Opened before the server listens: every connection of the budget exists by the
-	// time /ping/ answers.
-	openCtx, cancelOpen := context.WithTimeout(context.Background(), 60*time.Second)
-	store, err := gocommon.OpenRaw(openCtx, cfg)
-	cancelOpen()
-	if err != nil {
-		log.Fatalf("cannot open the %s pool: %v", cfg.DB, err)
-	}
+	store := gocommon.OpenStore(cfg, nil) // pgx or go-sql-driver: the raw store
 
 	srv := newServer(newRouter(gocommon.NewApp(cfg.Token, store, gocommon.PingBody(cfg))))
-	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		gocommon.CloseStore(store)
-		log.Fatalf("cannot listen on %s: %v", addr, err)
-	}
-
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
-	exit := 0
-	select {
-	case sig := <-stop:
-		// Close the listener and the idle keep-alive connections, let in-flight
-		// requests finish for at most shutdownGrace; what is left ends with the
-		// process.
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		if err := srv.ShutdownWithContext(ctx); err != nil {
-			log.Printf("%v: in-flight requests did not finish in %v; closing", sig, shutdownGrace)
-		}
-		cancel()
-	case err := <-served:
-		if err != nil {
-			log.Printf("server error: %v", err)
-			exit = 1
-		}
-	}
-	// Persistent connections are closed at shutdown, not left to the OS.
-	gocommon.CloseStore(store)
-	os.Exit(exit)
+	// SIGTERM: ShutdownWithContext closes the listener and the idle keep-alive
+	// connections and waits at most ShutdownGrace for in-flight requests; what is
+	// left ends with the process.
+	gocommon.Run(cfg, store, srv.Serve, srv.ShutdownWithContext)
 }

@@ -1,9 +1,10 @@
 package main
 
-// The contract's endpoints on gin. The rules themselves (error bodies, ids, the PATCH
-// body, the suite) are servers/_gocommon's; this file is gin's side of them. Every
-// failure is a JSON {"error": "..."} with a 4xx status; only a database failure (never
-// client input) gives a 500.
+// The contract's endpoints on gin. What each route answers is servers/_gocommon's
+// (reply.go: the checks in the contract's order, the stores, the suite); this file
+// reads the request the gin way and writes the answer. Every failure is a JSON
+// {"error": "..."} with a 4xx status; only a database failure (never client input)
+// gives a 500.
 
 import (
 	"io"
@@ -24,73 +25,25 @@ func (a app) authorized(c *gin.Context) bool {
 	return len(v) > 0 && v[0] == a.Token
 }
 
-func fail(c *gin.Context, status int, body []byte) {
-	c.Data(status, gocommon.JSONType, body)
+func reply(c *gin.Context, r gocommon.Reply) {
+	c.Data(r.Status, r.Type, r.Body)
 }
 
-func (a app) ping(c *gin.Context) {
-	c.Data(http.StatusOK, gocommon.JSONType, a.PingBody)
-}
-
-func userResponse(c *gin.Context, u *gocommon.User, err error) {
-	if status, body := gocommon.UserFailure(u, err); status != 0 {
-		fail(c, status, body)
-		return
-	}
-	c.JSON(http.StatusOK, u)
-}
-
-// userID runs the checks every user route makes, in the contract's order: the token
-// (401), a database (404 "no database"), then the id (404). ok is false when it has
-// already answered.
-func (a app) userID(c *gin.Context) (id int32, ok bool) {
-	if !a.authorized(c) {
-		fail(c, http.StatusUnauthorized, gocommon.ErrToken)
-		return 0, false
-	}
-	id, status, body := a.UserID(c.Param("id"))
-	if status != 0 {
-		fail(c, status, body)
-		return 0, false
-	}
-	return id, true
-}
+func (a app) ping(c *gin.Context) { reply(c, a.Ping()) }
 
 func (a app) getUser(c *gin.Context) {
-	id, ok := a.userID(c)
-	if !ok {
-		return
-	}
-	u, err := a.Store.GetUser(a.Ctx, id)
-	userResponse(c, u, err)
+	reply(c, a.GetUser(a.authorized(c), c.Param("id")))
 }
 
 func (a app) patchUser(c *gin.Context) {
-	id, ok := a.userID(c)
-	if !ok {
-		return
-	}
-	// The body is read as bytes whatever its Content-Type, and parsed here.
-	if c.Request.ContentLength > gocommon.MaxBody {
-		fail(c, http.StatusBadRequest, gocommon.ErrBodyTooLarge)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(c.Request.Body, gocommon.MaxBody+1))
-	if err != nil {
-		fail(c, http.StatusBadRequest, gocommon.ErrorBody("could not read body"))
-		return
-	}
-	if len(body) > gocommon.MaxBody {
-		fail(c, http.StatusBadRequest, gocommon.ErrBodyTooLarge)
-		return
-	}
-	username, email, err := gocommon.ParseUpdate(body)
-	if err != nil {
-		fail(c, http.StatusBadRequest, gocommon.ErrorBody(err.Error()))
-		return
-	}
-	u, err := a.Store.UpdateUser(a.Ctx, id, username, email)
-	userResponse(c, u, err)
+	reply(c, a.PatchUser(a.authorized(c), c.Param("id"), func() ([]byte, error) {
+		// The body is read as bytes whatever its Content-Type, at most MaxBody+1 of
+		// them (a declared larger length is refused before reading).
+		if c.Request.ContentLength > gocommon.MaxBody {
+			return nil, gocommon.ErrTooLarge
+		}
+		return io.ReadAll(io.LimitReader(c.Request.Body, gocommon.MaxBody+1))
+	}))
 }
 
 // params: param1..param3 from the query string, URL-decoded by net/url (`+` is a
@@ -103,40 +56,44 @@ func params(c *gin.Context) (v [3]string, ok [3]bool) {
 }
 
 func (a app) plain(c *gin.Context) {
-	if !a.authorized(c) {
-		fail(c, http.StatusUnauthorized, gocommon.ErrToken)
-		return
-	}
 	v, _ := params(c)
-	c.Data(http.StatusOK, gocommon.TextType, gocommon.PlainBody(v))
+	reply(c, a.Plain(a.authorized(c), v))
 }
 
 func (a app) toJSON(c *gin.Context) {
-	if !a.authorized(c) {
-		fail(c, http.StatusUnauthorized, gocommon.ErrToken)
+	v, ok := params(c)
+	reply(c, a.ToJSON(a.authorized(c), v, ok))
+}
+
+// The database suite (CONTRACT.md section 6); n is the first n of the query string.
+func (a app) queries(c *gin.Context) { reply(c, a.QueriesReply(a.authorized(c), c.Query("n"))) }
+func (a app) updates(c *gin.Context) { reply(c, a.UpdatesReply(a.authorized(c), c.Query("n"))) }
+func (a app) cached(c *gin.Context)  { reply(c, a.CachedReply(a.authorized(c), c.Query("n"))) }
+
+// GET /fortunes/: rendered by gin's c.HTML with the html/template set on the engine
+// (text/html; charset=utf-8).
+func (a app) fortunes(c *gin.Context) {
+	fortunes, r, ok := a.FortunesList(a.authorized(c))
+	if !ok {
+		reply(c, r)
 		return
 	}
-	v, ok := params(c)
-	c.JSON(http.StatusOK, gocommon.NewToJSONBody(&v, ok))
+	c.HTML(http.StatusOK, gocommon.FortunesTemplate, fortunes)
 }
 
 // notFound: any path that is not one of the contract's routes.
-func notFound(c *gin.Context) {
-	fail(c, http.StatusNotFound, gocommon.ErrNotFound)
-}
+func notFound(c *gin.Context) { reply(c, gocommon.NotFound) }
 
 // methodNotAllowed: a known path with a method it does not serve (gin has already
 // set the Allow header).
-func methodNotAllowed(c *gin.Context) {
-	fail(c, http.StatusMethodNotAllowed, gocommon.ErrMethodNotAllowed)
-}
+func methodNotAllowed(c *gin.Context) { reply(c, gocommon.MethodNotAllowed) }
 
 // recovered: gin's Recovery middleware calls this after a panic (no code path is
 // known to panic on client input); the client gets a JSON 500, not a dropped
 // connection.
 func recovered(c *gin.Context, _ any) {
 	c.Abort()
-	fail(c, http.StatusInternalServerError, gocommon.ErrInternal)
+	reply(c, gocommon.Internal)
 }
 
 func newRouter(core *gocommon.App) *gin.Engine {
