@@ -28,12 +28,15 @@ test: test-setup rust-tests server-tests
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 # The Go and Node.js servers' own unit tests (handlers with a fake store: n parsing,
-# the fortunes template's escaping, the cache), with the toolchains set-up checked.
+# the fortunes template's escaping, the cache; servers/_gocommon holds the Go servers'
+# shared code and the route cases both run), with the toolchains set-up checked.
 # The Python servers' shared code is tested by pytest itself (servers/_pycommon is
 # in pytest.ini's testpaths); the Node.js servers' (servers/_jscommon) by each Node.js
 # server's npm test, with its HTTP-level tests run through each server's app.
 server-tests: test-setup
-	@start=$$(date +%s); (cd servers/gin && go test -mod=readonly -trimpath -count=1 ./...) \
+	@start=$$(date +%s); (cd servers/_gocommon && go test -mod=readonly -trimpath -count=1 ./...) \
+	  && (cd servers/gin && go test -mod=readonly -trimpath -count=1 ./...) \
+	  && (cd servers/fasthttp && go test -mod=readonly -trimpath -count=1 ./...) \
 	  && (cd servers/fastify && npm test --silent) \
 	  && (cd servers/express && npm test --silent) \
 	  && echo "Go and Node.js server tests: $$(( $$(date +%s) - start )) s"

@@ -5,12 +5,14 @@ go 1.26
 require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-sql-driver/mysql v1.10.1
-	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jackc/pgx/v5 v5.12.0
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/driver/postgres v1.6.3
 	gorm.io/gorm v1.31.2
+	webbench/gocommon v0.0.0
 )
+
+require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
@@ -50,3 +52,6 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
 )
+
+// The Go servers' shared code (settings, contract rules, raw stores, the suite).
+replace webbench/gocommon => ../_gocommon

@@ -28,6 +28,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
+
+	"webbench/gocommon"
 )
 
 type gormStore struct {
@@ -37,16 +39,20 @@ type gormStore struct {
 	returning bool
 }
 
-func (User) TableName() string { return "users" }
+// User and Fortune are the GORM models (their table names: gocommon's TableName).
+type (
+	User    = gocommon.User
+	Fortune = gocommon.Fortune
+)
 
-func openGorm(ctx context.Context, cfg *config) (*gormStore, error) {
+func openGorm(ctx context.Context, cfg *gocommon.Config) (*gormStore, error) {
 	var (
 		sqlDB     *sql.DB
 		dialector gorm.Dialector
 	)
-	switch cfg.db {
-	case dbPostgres:
-		cc, err := pgx.ParseConfig(pgURL(cfg))
+	switch cfg.DB {
+	case gocommon.DBPostgres:
+		cc, err := pgx.ParseConfig(gocommon.PgURL(cfg))
 		if err != nil {
 			return nil, err
 		}
@@ -57,8 +63,8 @@ func openGorm(ctx context.Context, cfg *config) (*gormStore, error) {
 		sqlDB = stdlib.OpenDB(*cc, stdlib.OptionShouldPing(
 			func(context.Context, stdlib.ShouldPingParams) bool { return false }))
 		dialector = postgres.New(postgres.Config{Conn: sqlDB})
-	case dbMySQL:
-		connector, err := mysql.NewConnector(mysqlConfig(cfg))
+	case gocommon.DBMySQL:
+		connector, err := mysql.NewConnector(gocommon.MySQLConfig(cfg))
 		if err != nil {
 			return nil, err
 		}
@@ -74,7 +80,7 @@ func openGorm(ctx context.Context, cfg *config) (*gormStore, error) {
 	default:
 		return nil, errors.New("the ORM variant needs a database")
 	}
-	if err := openSQLPool(ctx, sqlDB, cfg.poolSize); err != nil {
+	if err := gocommon.OpenSQLPool(ctx, sqlDB, cfg.PoolSize); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}
@@ -85,7 +91,7 @@ func openGorm(ctx context.Context, cfg *config) (*gormStore, error) {
 		// prepared lazily on each pool connection) so a query is one
 		// COM_STMT_EXECUTE, not prepare + execute + close. PostgreSQL: pgx already
 		// caches prepared statements per connection.
-		PrepareStmt: cfg.db == dbMySQL,
+		PrepareStmt: cfg.DB == gocommon.DBMySQL,
 		// The pool was opened and checked just above.
 		DisableAutomaticPing: true,
 		// SELECT names the model's six columns instead of *.
@@ -103,7 +109,7 @@ func openGorm(ctx context.Context, cfg *config) (*gormStore, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	return &gormStore{db: db, sqlDB: sqlDB, returning: cfg.db == dbPostgres}, nil
+	return &gormStore{db: db, sqlDB: sqlDB, returning: cfg.DB == gocommon.DBPostgres}, nil
 }
 
 func (s *gormStore) GetUser(ctx context.Context, id int32) (*User, error) {
@@ -115,7 +121,7 @@ func (s *gormStore) GetUser(ctx context.Context, id int32) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	return u.utc(), nil
+	return u.UTC(), nil
 }
 
 func (s *gormStore) UpdateUser(ctx context.Context, id int32, username, email string) (*User, error) {
@@ -135,12 +141,10 @@ func (s *gormStore) UpdateUser(ctx context.Context, id int32, username, email st
 		return nil, nil
 	}
 	if s.returning {
-		return u.utc(), nil
+		return u.UTC(), nil
 	}
 	return s.GetUser(ctx, id)
 }
-
-func (Fortune) TableName() string { return "fortune" }
 
 func (s *gormStore) Fortunes(ctx context.Context) ([]Fortune, error) {
 	// db.Find on a slice: one SELECT fortune.id, fortune.message FROM fortune.

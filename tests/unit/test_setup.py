@@ -87,7 +87,7 @@ def test_a_distribution_toolchain_too_old_for_the_manifests_is_not_installed():
                            candidate=lambda p: debian12.get(p, "1.0"))
     assert "golang-go" not in setup.install and "nodejs" not in setup.install
     notes = " ".join(setup.notes)
-    assert "golang-go is 1.19 (needs >= 1.21): gin will be unavailable" in notes
+    assert "golang-go is 1.19 (needs >= 1.21): fasthttp, gin will be unavailable" in notes
     assert "nodejs is 18.20.4 (needs >= 20): express, fastify will be unavailable" in notes
     # Ubuntu 24.04's Go 1.22 fetches the toolchain go.mod names: good enough
     ubuntu = plan.make_plan(("run",), ROWS, specs, find=found(),
@@ -168,7 +168,7 @@ def test_doctor_says_what_is_missing_and_what_setup_would_do(capsys, monkeypatch
     assert re.search(r"^go\s+-\s+>= 1.21\s+toolchain\s+missing", out, re.M)
     assert re.search(r"^gin\s+go >= 1.26\s+unavailable\s+go is not installed", out, re.M)
     assert "apt-get install golang-go" in out
-    assert out.rstrip().endswith("not OK: go; servers unavailable: gin")
+    assert out.rstrip().endswith("not OK: go; servers unavailable: fasthttp, gin")
 
 
 def test_every_rust_server_folder_is_a_member_of_the_one_cargo_workspace():

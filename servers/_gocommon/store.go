@@ -1,4 +1,4 @@
-package main
+package gocommon
 
 // The database side, raw drivers: pgx v5 (pgxpool) for PostgreSQL and
 // go-sql-driver/mysql through database/sql for MySQL/MariaDB. Every value is a bound
@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/url"
 	"strconv"
@@ -21,7 +22,7 @@ import (
 )
 
 // User is the contract's user object, exactly these six keys. It is also the GORM
-// model (orm.go): table "users", primary key user_id. encoding/json writes time.Time
+// model of gin's ORM variant: table "users", primary key user_id. encoding/json writes time.Time
 // as RFC 3339 (fractional seconds only when non-zero); times are converted to UTC
 // before answering, so the offset is always "Z".
 type User struct {
@@ -33,13 +34,14 @@ type User struct {
 	IsArchived bool      `json:"is_archived" gorm:"column:is_archived"`
 }
 
-func (u *User) utc() *User {
+// UTC converts both times to UTC, for answering.
+func (u *User) UTC() *User {
 	u.CreatedAt = u.CreatedAt.UTC()
 	u.UpdatedAt = u.UpdatedAt.UTC()
 	return u
 }
 
-// Fortune is one row of table fortune (the suite's /fortunes/), also its GORM model.
+// Fortune is one row of table fortune (the suite's /fortunes/), also gin's GORM model.
 type Fortune struct {
 	ID      int32  `gorm:"column:id;primaryKey"`
 	Message string `gorm:"column:message"`
@@ -78,26 +80,28 @@ const (
 
 // ------------------------------------------------------------------ PostgreSQL
 
-func pgURL(cfg *config) string {
+// PgURL: the pgx connection string, no TLS, application_name webbench-<server id>.
+func PgURL(cfg *Config) string {
 	u := url.URL{
 		Scheme: "postgres",
-		User:   url.UserPassword(cfg.dbUser, cfg.dbPassword),
-		Host:   net.JoinHostPort(cfg.dbHost, strconv.Itoa(cfg.dbPort)),
-		Path:   "/" + cfg.dbName,
+		User:   url.UserPassword(cfg.DBUser, cfg.DBPassword),
+		Host:   net.JoinHostPort(cfg.DBHost, strconv.Itoa(cfg.DBPort)),
+		Path:   "/" + cfg.DBName,
 		// Loopback / plain TCP: no TLS negotiation round trip.
-		RawQuery: "sslmode=disable&application_name=webbench-gin",
+		RawQuery: "sslmode=disable&application_name=webbench-" + url.QueryEscape(cfg.ServerID),
 	}
 	return u.String()
 }
 
 type pgStore struct{ pool *pgxpool.Pool }
 
-func openPostgres(ctx context.Context, cfg *config) (*pgStore, error) {
-	pc, err := pgxpool.ParseConfig(pgURL(cfg))
+// OpenPostgres opens the whole pool (cfg.PoolSize connections) before returning.
+func OpenPostgres(ctx context.Context, cfg *Config) (Store, error) {
+	pc, err := pgxpool.ParseConfig(PgURL(cfg))
 	if err != nil {
 		return nil, err
 	}
-	n := int32(cfg.poolSize)
+	n := int32(cfg.PoolSize)
 	// concurrency = "threads": one process, so BENCH_DB_POOL_SIZE is the whole budget;
 	// MinConns = MaxConns keeps the pool at exactly that size.
 	pc.MaxConns, pc.MinConns = n, n
@@ -134,6 +138,37 @@ func openPostgres(ctx context.Context, cfg *config) (*pgStore, error) {
 	return &pgStore{pool: pool}, nil
 }
 
+// TableName: the GORM table names (gin's ORM variant; GORM would say "fortunes").
+func (User) TableName() string    { return "users" }
+func (Fortune) TableName() string { return "fortune" }
+
+// OpenRaw opens the raw store of cfg.DB (nil, nil for BENCH_DB=none).
+func OpenRaw(ctx context.Context, cfg *Config) (Store, error) {
+	switch cfg.DB {
+	case DBNone:
+		return nil, nil
+	case DBPostgres:
+		return OpenPostgres(ctx, cfg)
+	default:
+		return OpenMySQL(ctx, cfg)
+	}
+}
+
+// CloseStore closes the pool, waiting at most one second (pgxpool.Close waits for
+// connections still in use).
+func CloseStore(s Store) {
+	if s == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		log.Printf("database pool did not close within 1s")
+	}
+}
+
 func scanRow(row interface{ Scan(...any) error }) (*User, error) {
 	var u User
 	err := row.Scan(&u.UserID, &u.Username, &u.Email, &u.CreatedAt, &u.UpdatedAt, &u.IsArchived)
@@ -143,7 +178,7 @@ func scanRow(row interface{ Scan(...any) error }) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	return u.utc(), nil
+	return u.UTC(), nil
 }
 
 func (s *pgStore) GetUser(ctx context.Context, id int32) (*User, error) {
@@ -179,17 +214,17 @@ func (s *pgStore) Close() { s.pool.Close() }
 
 // ----------------------------------------------------------------------- MySQL
 
-// mysqlConfig: DATETIME(6) values are UTC. parseTime + loc=UTC reads them as UTC
+// MySQLConfig: DATETIME(6) values are UTC. parseTime + loc=UTC reads them as UTC
 // time.Time (and writes time.Time parameters in UTC); the session time_zone is
 // +00:00 too, so NOW()-like functions agree. ClientFoundRows makes RowsAffected
 // count matched rows, so 0 means "no such user".
-func mysqlConfig(cfg *config) *mysql.Config {
+func MySQLConfig(cfg *Config) *mysql.Config {
 	mc := mysql.NewConfig()
-	mc.User = cfg.dbUser
-	mc.Passwd = cfg.dbPassword
+	mc.User = cfg.DBUser
+	mc.Passwd = cfg.DBPassword
 	mc.Net = "tcp"
-	mc.Addr = net.JoinHostPort(cfg.dbHost, strconv.Itoa(cfg.dbPort))
-	mc.DBName = cfg.dbName
+	mc.Addr = net.JoinHostPort(cfg.DBHost, strconv.Itoa(cfg.DBPort))
+	mc.DBName = cfg.DBName
 	mc.ParseTime = true
 	mc.Loc = time.UTC
 	mc.Params = map[string]string{"time_zone": "'+00:00'"}
@@ -203,9 +238,9 @@ func mysqlConfig(cfg *config) *mysql.Config {
 	return mc
 }
 
-// openSQLPool sizes a database/sql pool to exactly n persistent connections and opens
+// OpenSQLPool sizes a database/sql pool to exactly n persistent connections and opens
 // all of them now.
-func openSQLPool(ctx context.Context, db *sql.DB, n int) error {
+func OpenSQLPool(ctx context.Context, db *sql.DB, n int) error {
 	db.SetMaxOpenConns(n)
 	// database/sql keeps only 2 idle connections by default and would close the rest.
 	db.SetMaxIdleConns(n)
@@ -238,13 +273,14 @@ type mysqlStore struct {
 	writeStmt    *sql.Stmt
 }
 
-func openMySQL(ctx context.Context, cfg *config) (*mysqlStore, error) {
-	connector, err := mysql.NewConnector(mysqlConfig(cfg))
+// OpenMySQL opens the whole pool (cfg.PoolSize connections) and prepares the statements.
+func OpenMySQL(ctx context.Context, cfg *Config) (Store, error) {
+	connector, err := mysql.NewConnector(MySQLConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
 	db := sql.OpenDB(connector)
-	if err := openSQLPool(ctx, db, cfg.poolSize); err != nil {
+	if err := OpenSQLPool(ctx, db, cfg.PoolSize); err != nil {
 		_ = db.Close()
 		return nil, err
 	}

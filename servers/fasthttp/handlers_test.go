@@ -1,0 +1,87 @@
+package main
+
+// The routes through fasthttp's router with a fake store (`go test ./...` in this
+// folder): the cases are servers/_gocommon/contracttest's, shared with gin. The
+// contract itself is checked against real databases by
+// tests/integration/test_contract.py.
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"webbench/gocommon"
+	"webbench/gocommon/contracttest"
+)
+
+// server runs the production fasthttp.Server (newServer: its limits and
+// errorHandler included) on an in-memory listener, one connection per request.
+func server(t *testing.T) contracttest.NewServer {
+	return func(a *gocommon.App) contracttest.Do {
+		ln := fasthttputil.NewInmemoryListener()
+		srv := newServer(newRouter(a))
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Shutdown(); _ = ln.Close() })
+		return func(method, path, token, body string) contracttest.Response {
+			conn, err := ln.Dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var req fasthttp.Request
+			req.Header.SetMethod(method)
+			req.SetRequestURI("http://localhost" + path)
+			if token != "" {
+				req.Header.Set("token", token)
+			}
+			if body != "" {
+				req.SetBodyString(body)
+			}
+			go func() { _, _ = req.WriteTo(conn) }()
+			var resp fasthttp.Response
+			if err := resp.Read(bufio.NewReader(conn)); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			return contracttest.Response{Status: resp.StatusCode(),
+				Type: string(resp.Header.ContentType()), Body: append([]byte(nil), resp.Body()...)}
+		}
+	}
+}
+
+func TestRouter(t *testing.T)       { contracttest.Router(t, server(t)) }
+func TestNoDatabase(t *testing.T)   { contracttest.NoDatabase(t, server(t)) }
+func TestSuiteRoutes(t *testing.T)  { contracttest.Suite(t, server(t)) }
+func TestFortunesPage(t *testing.T) { contracttest.FortunesPage(t, server(t)) }
+
+// TestServerHeaders: the production settings as a client sees them: a Date, no
+// Server header, and a JSON 400 for a request fasthttp cannot parse.
+func TestServerHeaders(t *testing.T) {
+	ln := fasthttputil.NewInmemoryListener()
+	srv := newServer(newRouter(gocommon.NewApp("tok", nil, []byte(`{}`))))
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Shutdown()
+	raw := func(request string) string {
+		conn, err := ln.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		go func() { _, _ = conn.Write([]byte(request)) }()
+		var resp fasthttp.Response
+		if err := resp.Read(bufio.NewReader(conn)); err != nil {
+			t.Fatal(err)
+		}
+		return resp.String()
+	}
+	got := raw("GET /ping/ HTTP/1.1\r\nHost: x\r\n\r\n")
+	if !strings.Contains(got, "\r\nDate: ") || strings.Contains(got, "\r\nServer:") {
+		t.Errorf("ping headers: %q", got)
+	}
+	got = raw("GET /ping/ HTTP/1.1\r\nHost: x\r\nContent-Length: zz\r\n\r\n")
+	if !strings.HasPrefix(got, "HTTP/1.1 400") || !strings.HasSuffix(got, `{"error":"bad request"}`) {
+		t.Errorf("bad request: %q", got)
+	}
+}
