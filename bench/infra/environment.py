@@ -119,21 +119,41 @@ def _cargo(folder: Path) -> dict:
     return {p["name"]: p["version"] for p in lock.get("package", []) if p["name"] in direct}
 
 
-def _go(folder: Path) -> dict:
-    out, block = {}, False
-    for line in (folder / "go.mod").read_text().splitlines():
-        if "// indirect" in line:          # only what the server itself requires
-            continue
-        line = line.split("//")[0].strip()
-        if line.startswith("require ("):
-            block = True
+def _go_mod(folder: Path) -> tuple[dict, dict, dict]:
+    """(direct requirements, every requirement, local replacements) of folder/go.mod:
+    module -> version, module -> version, module -> the folder it is replaced by."""
+    direct, every, local, block = {}, {}, {}, ""
+    for raw in (folder / "go.mod").read_text().splitlines():
+        line = raw.split("//")[0].strip()
+        if line in ("require (", "replace ("):
+            block = line.split()[0]
             continue
         if block and line == ")":
-            block = False
+            block = ""
             continue
-        parts = line.removeprefix("require ").split()
-        if (block or line.startswith("require ")) and len(parts) >= 2:
-            out[parts[0]] = parts[1]
+        kind = block or line.split(" ", 1)[0]
+        parts = line.removeprefix(f"{kind} ").split() if not block else line.split()
+        if kind == "require" and len(parts) >= 2:
+            every[parts[0]] = parts[1]
+            if "// indirect" not in raw:          # what the module itself requires
+                direct[parts[0]] = parts[1]
+        elif kind == "replace" and "=>" in parts:
+            target = parts[parts.index("=>") + 1:]
+            if len(target) == 1 and target[0].startswith((".", "/")):   # a local folder
+                local[parts[0]] = (folder / target[0]).resolve()
+    return direct, every, local
+
+
+def _go(folder: Path) -> dict:
+    """The server's direct requirements, and those of the local modules it is built with
+    (a shared module such as servers/_gocommon, taken through a `replace` to a folder),
+    at the versions the server's go.mod selects."""
+    direct, every, local = _go_mod(folder)
+    out = {m: v for m, v in direct.items() if m not in local}
+    for shared in local.values():
+        if (shared / "go.mod").is_file():
+            for module, version in _go_mod(shared)[0].items():
+                out.setdefault(module, every.get(module, version))
     return out
 
 

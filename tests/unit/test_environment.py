@@ -9,6 +9,14 @@ def test_versions_come_from_lock_files_and_the_virtualenv():
     gin = environment.server_versions(SERVERS_DIR / "gin")
     assert gin["github.com/gin-gonic/gin"].startswith("v1.")
     assert "golang.org/x/net" not in gin                          # indirect: not the server's
+    # the drivers and cache come from the shared module (servers/_gocommon, a local
+    # `replace`), at the versions the server's own go.mod selects; the module itself not
+    fasthttp = environment.server_versions(SERVERS_DIR / "fasthttp")
+    for versions in (gin, fasthttp):
+        assert {"github.com/jackc/pgx/v5", "github.com/go-sql-driver/mysql",
+                "github.com/hashicorp/golang-lru/v2"} <= set(versions)
+        assert "webbench/gocommon" not in versions
+    assert fasthttp["github.com/valyala/fasthttp"].startswith("v1.")
     assert environment.server_versions(SERVERS_DIR / "fastify")["fastify"].startswith("5.")
     sanic = environment.server_versions(SERVERS_DIR / "sanic")
     assert sanic["sanic"][0].isdigit() and "(pinned, not installed)" not in sanic["sanic"]
