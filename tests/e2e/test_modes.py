@@ -95,7 +95,7 @@ def test_behind_a_proxy_and_latency_at_fixed_rates(tmp_path):
 
 @pytest.mark.parametrize("flags, message", [
     (["--connection-mode", "pipelined"], "unknown connection mode 'pipelined'; valid: keep-alive, close"),
-    (["--behind", "haproxy"], "unknown --behind proxy 'haproxy'; valid: none, nginx"),
+    (["--behind", "squid"], "unknown --behind proxy 'squid'; valid: none, caddy, haproxy, nginx"),
     (["--server-cpus", "999"], "--server-cpus 999: CPU 999 is not usable here; valid CPUs: "),
     (["--rate", "0%"], "--rate '0%': give a share"),
     (["--connections", "16,x"], "is not a number or a comma-separated list"),
