@@ -99,10 +99,14 @@ class Client:
         self.transport_failures = 0
 
     def request(self, method: str, path: str, *, token: str | None = "default",
-                data: bytes | str | None = None, json_body=None) -> tuple[requests.Response | None, str]:
+                data: bytes | str | None = None, json_body=None,
+                last_on_connection: bool = False) -> tuple[requests.Response | None, str]:
+        """`last_on_connection` asks the server to close the connection after its answer:
+        for a request whose body the server may rightly leave unread (a 401 before the
+        body), after which a server may close the connection without saying so."""
         if self.transport_failures >= 3:
             return None, f"{method} {path}: skipped, the server stopped answering"
-        headers = {}
+        headers = {"Connection": "close"} if last_on_connection else {}
         token = self.token if token == "default" else token
         if token is not None:
             headers["token"] = token

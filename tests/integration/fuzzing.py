@@ -110,10 +110,17 @@ def token_for(step: Step, case, index: int, token: str) -> str | None:
 
 
 def fresh_copy(case, token: str | None):
-    """A new case with the generated one's data and this request's token."""
+    """A new case with the generated one's data and this request's token.
+
+    A request with a body asks the server to close the connection after its answer: a
+    server may answer (401, 413, 405) without reading the body and then close the
+    connection without saying so (hyper does when the body had not arrived yet), and the
+    next request, sent on that connection, would be charged with a close that is no fault."""
     headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "token"}
     if token is not None:
         headers["token"] = token
+    if case.body is not NOT_SET:
+        headers["Connection"] = "close"
     return case.operation.Case(
         method=case.method, path_parameters=copy.deepcopy(case.path_parameters),
         headers=headers, query=copy.deepcopy(case.query),
@@ -247,6 +254,7 @@ def send_edge(edge: fuzz_edges.Edge, target: Target, session: requests.Session,
     headers = {"token": target.token}
     if edge.body is not None:
         headers["Content-Type"] = "application/json"
+        headers["Connection"] = "close"   # as fresh_copy says
     outcome.requests += 1
     try:
         response = session.request(edge.method, target.base_url + edge.url_path + (
