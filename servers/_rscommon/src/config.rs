@@ -80,6 +80,26 @@ fn parse_orm(raw: &str, server: &str, orm_name: Option<&str>) -> Result<bool, Co
 }
 
 impl Config {
+    /// A server on 127.0.0.1 with no database (BENCH_DB=none), one worker and token
+    /// "tok": what the servers' unit tests build their state from.
+    pub fn without_database(server_id: &str) -> Config {
+        Config {
+            server_id: server_id.into(),
+            host: "127.0.0.1".into(),
+            port: 1,
+            workers: 1,
+            token: "tok".into(),
+            db: DbKind::None,
+            orm: false,
+            db_host: String::new(),
+            db_port: 1,
+            db_name: String::new(),
+            db_user: String::new(),
+            db_password: String::new(),
+            pool_size: 1,
+        }
+    }
+
     /// `server`: the server's id, `BENCH_SERVER_ID`'s default. `orm_name`: the name of
     /// the server's ORM variant (manifest `orm = [false, true]`), or `None` when it only
     /// has the raw-driver variant (`orm = [false]`).

@@ -457,19 +457,9 @@ mod tests {
 
     fn state<S>(db: S) -> AppState<S> {
         let cfg = Config {
-            server_id: "srv".into(),
-            host: "127.0.0.1".into(),
-            port: 1,
-            workers: 1,
-            token: "tok".into(),
             db: DbKind::Mysql,
             orm: true,
-            db_host: String::new(),
-            db_port: 1,
-            db_name: String::new(),
-            db_user: String::new(),
-            db_password: String::new(),
-            pool_size: 1,
+            ..Config::without_database("srv")
         };
         AppState::new(&cfg, db)
     }

@@ -1,4 +1,4 @@
-//! What the Rust servers (servers/actix-web, servers/axum) share, so that each server
+//! What the Rust servers (servers/actix-web, axum, hyper, rocket, warp, ...) share, so that each server
 //! keeps only its framework's code: routing, extractors, responses, runtime set-up.
 //!
 //! - [`config`]: the harness's `BENCH_*` environment variables.
@@ -10,6 +10,9 @@
 //!   `/cached/`): `n` parsing, the ids the server draws, the fortunes' sorting and
 //!   askama template, the moka cache, and [`suite::SuiteStore`], what the suite needs
 //!   from the database beyond a user SELECT.
+//! - [`serve`] and [`reply`] (feature `tokio-http`, for axum, hyper and warp): the
+//!   process around a tokio server (runtime, signals, pool, listener, graceful stop)
+//!   and the contract's answers as `http::Response`s.
 //!
 //! Nothing here knows an HTTP framework: a server maps its request onto these functions
 //! and turns their `Result<body, Failure>` into its own response type. Everything on
@@ -20,3 +23,8 @@ pub mod config;
 pub mod contract;
 pub mod db;
 pub mod suite;
+
+#[cfg(feature = "tokio-http")]
+pub mod reply;
+#[cfg(feature = "tokio-http")]
+pub mod serve;

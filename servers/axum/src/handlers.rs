@@ -15,11 +15,10 @@ use std::sync::Arc;
 use axum::body::{self, Body};
 use axum::extract::rejection::RawPathParamsRejection;
 use axum::extract::{RawPathParams, Request, State};
-use axum::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
-use webbench_common::contract::{self, AppState, Failure, Status, MAX_BODY};
+use axum::http::StatusCode;
+use webbench_common::contract::{self, AppState, Failure, MAX_BODY};
 use webbench_common::db::Db;
+use webbench_common::reply::{self, token, HTML, JSON, TEXT};
 use webbench_common::suite;
 
 /// Shared by all worker threads (one `Arc`, cloned into every request's `State`).
@@ -29,44 +28,15 @@ pub type AppStateRef = State<Arc<AppState<Db>>>;
 /// check, never with axum's plain-text 400.
 type IdParam = Result<RawPathParams, RawPathParamsRejection>;
 
-const TOKEN_HEADER: HeaderName = HeaderName::from_static(contract::TOKEN_HEADER);
-const JSON: HeaderValue = HeaderValue::from_static(contract::CONTENT_TYPE_JSON);
-const TEXT: HeaderValue = HeaderValue::from_static(contract::CONTENT_TYPE_TEXT);
-const HTML: HeaderValue = HeaderValue::from_static(suite::CONTENT_TYPE_HTML);
-
-fn typed_response(status: StatusCode, content_type: HeaderValue, body: Body) -> Response {
-    let mut res = Response::new(body);
-    *res.status_mut() = status;
-    res.headers_mut().insert(CONTENT_TYPE, content_type);
-    res
-}
-
-fn status_code(status: Status) -> StatusCode {
-    match status {
-        Status::BadRequest => StatusCode::BAD_REQUEST,
-        Status::Unauthorized => StatusCode::UNAUTHORIZED,
-        Status::NotFound => StatusCode::NOT_FOUND,
-        Status::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-        Status::InternalServerError => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
+/// Every response's body: axum's, made from the shared answers' `Bytes`.
+type Response = axum::response::Response<Body>;
 
 fn failure(f: Failure) -> Response {
-    typed_response(status_code(f.status), JSON, f.body().into())
+    reply::failure(f)
 }
 
-/// A JSON body with 200, or the failure.
 fn json(answer: Result<Vec<u8>, Failure>) -> Response {
-    match answer {
-        Ok(body) => typed_response(StatusCode::OK, JSON, body.into()),
-        Err(f) => failure(f),
-    }
-}
-
-/// The `token` header, if the request has one.
-#[inline]
-fn token(headers: &HeaderMap) -> Option<&[u8]> {
-    headers.get(TOKEN_HEADER).map(HeaderValue::as_bytes)
+    reply::json(answer)
 }
 
 /// The token, a database, then the `{id}` capture (contract::user_id).
@@ -81,7 +51,7 @@ fn user_id(state: &AppState<Db>, id: &IdParam, req: &Request) -> Result<i32, Fai
 }
 
 pub async fn ping(State(state): AppStateRef) -> Response {
-    typed_response(StatusCode::OK, JSON, state.ping_body.clone().into())
+    reply::typed(StatusCode::OK, JSON, state.ping_body.clone())
 }
 
 pub async fn get_user(State(state): AppStateRef, id: IdParam, req: Request) -> Response {
@@ -111,14 +81,14 @@ pub async fn patch_user(State(state): AppStateRef, id: IdParam, req: Request) ->
 }
 
 pub async fn plain(State(state): AppStateRef, req: Request) -> Response {
-    match contract::plain(
-        &state,
-        token(req.headers()),
-        req.uri().query().unwrap_or(""),
-    ) {
-        Ok(body) => typed_response(StatusCode::OK, TEXT, body.into()),
-        Err(f) => failure(f),
-    }
+    reply::ok_or_failure(
+        TEXT,
+        contract::plain(
+            &state,
+            token(req.headers()),
+            req.uri().query().unwrap_or(""),
+        ),
+    )
 }
 
 pub async fn to_json(State(state): AppStateRef, req: Request) -> Response {
@@ -155,10 +125,7 @@ pub async fn updates(State(state): AppStateRef, req: Request) -> Response {
 
 /// `GET /fortunes/`: the askama page as `text/html; charset=utf-8`.
 pub async fn fortunes(State(state): AppStateRef, req: Request) -> Response {
-    match suite::fortunes(&state, token(req.headers())).await {
-        Ok(page) => typed_response(StatusCode::OK, HTML, page.into()),
-        Err(f) => failure(f),
-    }
+    reply::ok_or_failure(HTML, suite::fortunes(&state, token(req.headers())).await)
 }
 
 /// `GET /cached/?n=N`.
@@ -181,18 +148,4 @@ pub async fn not_found() -> Response {
 /// A known path with a method it does not serve (axum adds the `Allow` header).
 pub async fn method_not_allowed() -> Response {
     failure(Failure::METHOD_NOT_ALLOWED)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failures_are_json_with_their_status() {
-        for status in Status::ALL {
-            let res = failure(Failure::new(status, "x"));
-            assert_eq!(res.status().as_u16(), status.as_u16());
-            assert_eq!(res.headers().get(CONTENT_TYPE), Some(&JSON));
-        }
-    }
 }

@@ -1,0 +1,103 @@
+//! hyper 1.x + tokio + sqlx 0.8 server for the web-framework benchmark harness, with no
+//! framework: an accept loop, hyper's HTTP/1.1 connection per socket, and one
+//! `service_fn` that routes by hand (src/handlers.rs).
+//!
+//! One process: a multi-threaded tokio runtime with exactly `BENCH_WORKERS` worker
+//! threads (built by hand, as in servers/axum) serves every connection, and all of them
+//! share one sqlx pool whose size is the whole connection budget
+//! (`BENCH_DB_POOL_SIZE`), because the manifest declares `concurrency = "threads"`.
+//! Configuration comes only from the environment (servers/README.md). What is not
+//! hyper-specific (configuration, the contract's parsing, validation and bodies, the
+//! sqlx pool and queries, the database suite, and the process around the server:
+//! runtime, signals, listener with TCP_NODELAY, graceful stop) is servers/_rscommon,
+//! shared with the other Rust servers (serve.rs: with axum and warp).
+
+mod handlers;
+
+use std::convert::Infallible;
+use std::io;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use webbench_common::serve::{self, State, Stop};
+
+/// After an accept error that is not one connection's (EMFILE, ENFILE, ENOBUFS): wait
+/// before accepting again, as axum's and hyper 0.14's accept loops do, rather than spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
+
+fn main() -> ExitCode {
+    // BENCH_SERVER_ID's default; no ORM variant (manifest: orm = [false]).
+    serve::main("hyper", serve)
+}
+
+/// hyper's HTTP/1.1 connection settings: its defaults, stated (manifest [notes]).
+fn http1_builder() -> http1::Builder {
+    let mut http = http1::Builder::new();
+    http
+        // Persistent connections (HTTP/1.1's default, and HTTP/1.0's keep-alive).
+        .keep_alive(true)
+        // A Date header on every response, from hyper's once-a-second cache.
+        .auto_date_header(true)
+        // Each response is flushed when written; no waiting for a pipelined next one.
+        .pipeline_flush(false);
+    // No timer, so no header-read timeout (hyper's 30 s default only applies with a
+    // timer) and no max_buf_size / max_headers change: see the manifest's notes.
+    http
+}
+
+/// Accepts until the stop is requested, then tells every open connection to finish
+/// (hyper's graceful_shutdown: an idle one closes at once, a busy one after its
+/// response) and returns when all of them have. Accepted sockets have TCP_NODELAY
+/// from the listener (serve::listen).
+async fn serve(listener: TcpListener, state: State, stop: Stop) {
+    let http = http1_builder();
+    let graceful = GracefulShutdown::new();
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    accept_error(e).await;
+                    continue;
+                }
+            },
+            _ = stop.requested() => break,
+        };
+        let state = state.clone();
+        // One service per connection; each request clones the Arc into its future
+        // (hyper's Service takes &self and returns an owned future).
+        let service = service_fn(move |req| {
+            let state = state.clone();
+            async move { Ok::<_, Infallible>(handlers::handle(&state, req).await) }
+        });
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            // A connection error (a client gone mid-request, a malformed request
+            // hyper already answered with 400) is that connection's end: no log.
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// The listener's own errors: a connection that died before it was accepted is
+/// skipped; anything else (out of file descriptors...) is reported, then the loop
+/// waits a moment instead of spinning on it.
+async fn accept_error(e: io::Error) {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    ) {
+        return;
+    }
+    eprintln!("hyper: accept error: {e}");
+    tokio::time::sleep(ACCEPT_BACKOFF).await;
+}

@@ -1,0 +1,277 @@
+package webbench.vertx;
+
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import io.vertx.ext.web.handler.PlatformHandler;
+import io.vertx.ext.web.templ.handlebars.HandlebarsTemplateEngine;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One event loop's HTTP server: W instances of this verticle are deployed (Main), each
+ * on its own event loop, all listening on the same port; Vert.x hands each accepted
+ * connection to one of them in turn, and that loop serves it from then on.
+ */
+final class ServerVerticle extends VerticleBase {
+  static final String FORTUNES_TEMPLATE = "templates/fortunes.hbs";
+
+  private static final CharSequence CONTENT_TYPE = HttpHeaders.CONTENT_TYPE;
+  private static final CharSequence DATE = HttpHeaders.DATE;
+  private static final CharSequence ALLOW = HttpHeaders.ALLOW;
+  private static final CharSequence JSON = HttpHeaders.createOptimized(Contract.JSON_TYPE);
+  private static final CharSequence TEXT = HttpHeaders.createOptimized(Contract.TEXT_TYPE);
+  private static final CharSequence HTML = HttpHeaders.createOptimized(Contract.HTML_TYPE);
+  // IMF-fixdate (RFC 9110 5.6.7): two-digit day, English names, GMT
+  private static final DateTimeFormatter IMF_FIXDATE =
+      DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.ENGLISH);
+
+  private final Shared shared;
+  private final String token;
+  private HandlebarsTemplateEngine templates;
+  private HttpServer server;
+  private CharSequence date = now();
+
+  /** What all W instances share: the settings, the one pool, the one cache. */
+  record Shared(Config cfg, Store store, Suite suite, Buffer pingBody) {
+    static Shared of(Config cfg, Store store) {
+      Buffer ping = new JsonObject()
+          .put("server", cfg.serverId())
+          .put("database", cfg.db())
+          .put("orm", cfg.orm())
+          .toBuffer();
+      return new Shared(cfg, store, store == null ? null : new Suite(store), ping);
+    }
+  }
+
+  ServerVerticle(Shared shared) {
+    this.shared = shared;
+    this.token = shared.cfg().token();
+  }
+
+  private static CharSequence now() {
+    return HttpHeaders.createOptimized(IMF_FIXDATE.format(ZonedDateTime.now(ZoneOffset.UTC)));
+  }
+
+  @Override
+  public Future<?> start() {
+    // The Date header (RFC 9110: an origin server with a clock sends one; Vert.x does
+    // not add it): formatted once a second per event loop, not per response.
+    vertx.setPeriodic(1000, id -> date = now());
+    templates = HandlebarsTemplateEngine.create(vertx);
+    HttpServerOptions options = new HttpServerOptions()
+        .setHost(shared.cfg().host())
+        .setPort(shared.cfg().port())
+        // HTTP/1.1 only (the harness's clients): no h2c upgrade handling per request
+        .setHttp2ClearTextEnabled(false)
+        .setCompressionSupported(false)
+        .setTcpNoDelay(true)
+        // keep-alive on, no idle timeout (Vert.x's defaults, stated)
+        .setIdleTimeout(0)
+        .setMaxHeaderSize(8192);
+    server = vertx.createHttpServer(options).requestHandler(router());
+    // Load and compile the fortunes template now (Vert.x's template engines cache it):
+    // the first request would otherwise read it from the class path on the event loop.
+    Future<?> warm = templates.render(Suite.sample(), FORTUNES_TEMPLATE);
+    return warm.compose(ok -> server.listen());
+  }
+
+  @Override
+  public Future<?> stop() {
+    // Stop accepting; in-flight requests get at most 1 s (the harness SIGKILLs after 5).
+    return server.shutdown(1, TimeUnit.SECONDS);
+  }
+
+  private Router router() {
+    Router router = Router.router(vertx);
+    router.get("/ping/").handler(ctx -> send(ctx, 200, JSON, shared.pingBody()));
+    router.get("/plain/").handler(this::plain);
+    router.get("/to_json/").handler(this::toJson);
+    String user = "/user/([^/]+)/";
+    router.getWithRegex(user).handler(this::getUser);
+    // token, database and id first; only then is the body read (64 KiB cap, any type).
+    // vertx-web runs a route's handlers in a fixed order of kinds (platform, ..., body,
+    // ..., user) and refuses a user handler before the BodyHandler: the check is marked
+    // a PlatformHandler so that it runs, and answers, before any body byte is read.
+    router.patchWithRegex(user)
+        .handler((PlatformHandler) this::checkPatch)
+        .handler(BodyHandler.create(false).setBodyLimit(Contract.MAX_BODY).setHandleFileUploads(false)
+            .setMergeFormAttributes(false).setPreallocateBodyBuffer(false))
+        .handler(this::patchUser);
+    router.get("/queries/").handler(ctx -> rows(ctx, Suite::queries));
+    router.get("/updates/").handler(ctx -> rows(ctx, Suite::updates));
+    router.get("/fortunes/").handler(this::fortunes);
+    router.get("/cached/").handler(ctx -> rows(ctx, Suite::cached));
+    // every failure is a JSON body: unknown path, wrong method, a body over the cap or
+    // unreadable, anything thrown
+    router.errorHandler(404, ctx -> send(ctx, 404, JSON, Contract.NOT_FOUND));
+    router.errorHandler(405, this::methodNotAllowed);
+    router.errorHandler(400, ctx -> send(ctx, 400, JSON, Contract.error("bad request")));
+    router.errorHandler(413, ctx -> send(ctx, 400, JSON, Contract.error("body too large")));
+    router.errorHandler(500, ctx -> {
+      if (ctx.failure() != null) {
+        System.err.println("internal error: " + ctx.failure());
+      }
+      send(ctx, 500, JSON, Contract.INTERNAL_ERROR);
+    });
+    return router;
+  }
+
+  // ------------------------------------------------------------------ responses
+
+  private void send(RoutingContext ctx, int status, CharSequence type, Buffer body) {
+    HttpServerResponse response = ctx.response();
+    if (response.ended()) {
+      return;
+    }
+    response.setStatusCode(status).putHeader(CONTENT_TYPE, type).putHeader(DATE, date).end(body);
+  }
+
+  private void methodNotAllowed(RoutingContext ctx) {
+    String path = ctx.request().path();
+    String allow = path.startsWith("/user/") ? "GET, PATCH" : "GET";
+    ctx.response().putHeader(ALLOW, allow);
+    send(ctx, 405, JSON, Contract.METHOD_NOT_ALLOWED);
+  }
+
+  private boolean authorized(RoutingContext ctx) {
+    if (token.equals(ctx.request().getHeader("token"))) {
+      return true;
+    }
+    send(ctx, 401, JSON, Contract.INVALID_TOKEN);
+    return false;
+  }
+
+  private void databaseError(RoutingContext ctx, Throwable e) {
+    System.err.println("database error: " + e);
+    send(ctx, 500, JSON, Contract.DATABASE_ERROR);
+  }
+
+  private void userOrNotFound(RoutingContext ctx, JsonObject user) {
+    if (user == null) {
+      send(ctx, 404, JSON, Contract.NOT_FOUND);
+    } else {
+      send(ctx, 200, JSON, user.toBuffer());
+    }
+  }
+
+  /** The first value of a query parameter, percent-decoded (+ is a space); null if absent. */
+  private static String param(RoutingContext ctx, String name) {
+    List<String> values = ctx.queryParam(name);
+    return values.isEmpty() ? null : values.get(0);
+  }
+
+  // ------------------------------------------------------------------ handlers
+
+  private void plain(RoutingContext ctx) {
+    if (!authorized(ctx)) {
+      return;
+    }
+    String p1 = param(ctx, "param1");
+    String p2 = param(ctx, "param2");
+    String p3 = param(ctx, "param3");
+    String body = "param1=" + (p1 == null ? "" : p1)
+        + ", param2=" + (p2 == null ? "" : p2)
+        + ", param3=" + (p3 == null ? "" : p3);
+    send(ctx, 200, TEXT, Buffer.buffer(body));
+  }
+
+  private void toJson(RoutingContext ctx) {
+    if (!authorized(ctx)) {
+      return;
+    }
+    JsonObject body = new JsonObject()
+        .put("param1", param(ctx, "param1"))
+        .put("param2", param(ctx, "param2"))
+        .put("param3", param(ctx, "param3"));
+    send(ctx, 200, JSON, body.toBuffer());
+  }
+
+  /** Token, then the database, then the id: the id, or -1 when answered already. */
+  private int userId(RoutingContext ctx) {
+    if (!authorized(ctx)) {
+      return -1;
+    }
+    if (shared.store() == null) {
+      send(ctx, 404, JSON, Contract.NO_DATABASE);
+      return -1;
+    }
+    int id = Contract.parseUserId(ctx.pathParam("param0"));
+    if (id < 0) {
+      send(ctx, 404, JSON, Contract.NOT_FOUND);
+    }
+    return id;
+  }
+
+  private void getUser(RoutingContext ctx) {
+    int id = userId(ctx);
+    if (id < 0) {
+      return;
+    }
+    shared.store().getUser(id).onComplete(
+        user -> userOrNotFound(ctx, user), e -> databaseError(ctx, e));
+  }
+
+  private void checkPatch(RoutingContext ctx) {
+    int id = userId(ctx);
+    if (id >= 0) {
+      ctx.put("id", id);
+      ctx.next();
+    }
+  }
+
+  private void patchUser(RoutingContext ctx) {
+    int id = ctx.get("id");
+    Contract.Patch patch;
+    try {
+      patch = Contract.parsePatch(ctx.body().buffer());
+    } catch (Contract.BadBody e) {
+      send(ctx, 400, JSON, Contract.error(e.getMessage()));
+      return;
+    }
+    shared.store().updateUser(id, patch.username(), patch.email()).onComplete(
+        user -> userOrNotFound(ctx, user), e -> databaseError(ctx, e));
+  }
+
+  /** The suite's routes: token, then the database (none: 404), then n. */
+  private boolean suiteReady(RoutingContext ctx) {
+    if (!authorized(ctx)) {
+      return false;
+    }
+    if (shared.suite() == null) {
+      send(ctx, 404, JSON, Contract.NO_DATABASE);
+      return false;
+    }
+    return true;
+  }
+
+  /** /queries/, /updates/ and /cached/: the rows the suite gives for n, as JSON. */
+  private void rows(RoutingContext ctx, java.util.function.BiFunction<Suite, Integer, Future<io.vertx.core.json.JsonArray>> work) {
+    if (suiteReady(ctx)) {
+      work.apply(shared.suite(), Contract.parseCount(param(ctx, "n"))).onComplete(
+          rows -> send(ctx, 200, JSON, rows.toBuffer()), e -> databaseError(ctx, e));
+    }
+  }
+
+  private void fortunes(RoutingContext ctx) {
+    if (suiteReady(ctx)) {
+      shared.suite().fortunes().onComplete(
+          context -> templates.render(context, FORTUNES_TEMPLATE).onComplete(
+              html -> send(ctx, 200, HTML, html),
+              e -> ctx.fail(500, e)),
+          e -> databaseError(ctx, e));
+    }
+  }
+}
