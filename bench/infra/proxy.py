@@ -1,7 +1,10 @@
 """Reverse proxies in front of a server (`--behind <name>`): discovery and lifecycle.
 
 Adding a proxy is adding a folder `proxies/<name>/` with a `proxy.toml` (how to start it,
-see proxies/README.md); the harness never names one. A proxy is started through the
+see proxies/README.md); the harness never names one. A proxy built from source has a
+`build` step and a [toolchain], as a server's manifest: checked before a run (a machine
+without the toolchain has the proxy unavailable, with why) and built at the start of a
+run that puts it in front, through the servers' build code. A proxy is started through the
 Host seam in a process group of its own, is ready only when GET /ping/ through it answers
 exactly what the server behind it answers, and is always stopped with its whole group.
 """
@@ -12,20 +15,20 @@ import re
 import signal
 import sys
 import time
-import tomllib
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from bench.core.manifest import ManifestError, expand
+from bench.core.manifest import expand
+# the spec (stdlib only, for the doctor) is bench.core.proxyspec; its names are re-exported
+from bench.core.proxyspec import PROXIES_DIR, ProxySpec, available_proxies, load_proxy  # noqa: F401
 from bench.infra.host import LOCAL
 from bench.infra.process_group import ProcessGroup
 from bench.infra.seam import Host, HttpUnanswered
-from bench.infra.server import WORKERS_SETTLE_S, ServerError
-from bench.paths import REPO, SERVERS_DIR
+from bench.infra.server import WORKERS_SETTLE_S, ServerError, run_build
+from bench.paths import SERVERS_DIR
 
-PROXIES_DIR = REPO / "proxies"
 UPSTREAM_WAIT_S = 1.0        # the server behind is already up: it answers at once or never
 STOP_GRACE_S = 5.0           # then SIGKILL, as for servers
 
@@ -35,58 +38,21 @@ class ProxyError(ServerError):
     carries the log's tail (a ServerError, so a run records it like a server failure)."""
 
 
-@dataclass(frozen=True)
-class ProxySpec:
-    name: str
-    dir: Path
-    description: str
-    start: tuple[str, ...]
-    env: dict = field(default_factory=dict)
-    ready_timeout: float = 10.0
-    stop_signal: str = "SIGTERM"
-    notes: dict = field(default_factory=dict)
-    # a regular expression over its worker processes' command lines: ready means all W of
-    # them exist (as for a server); "" when they cannot be told apart
-    workers_match: str = ""
-    # programs it runs, checked before a run starts (as a server manifest's `requires`)
-    requires: tuple[str, ...] = ()
+def template_values(spec: ProxySpec, host: Host = LOCAL) -> dict[str, str]:
+    """The placeholders every proxy.toml string may use but the addresses."""
+    return {"python": host.project_path(sys.executable), "dir": host.project_path(spec.dir),
+            "proxies_dir": host.project_path(spec.dir.parent),
+            "servers_dir": host.project_path(SERVERS_DIR), "cache_dir": host.cache_dir()}
 
 
-def load_proxy(folder: Path) -> ProxySpec:
-    """`folder/proxy.toml` as a ProxySpec; ManifestError names the file and the key."""
-    path = folder / "proxy.toml"
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ManifestError(f"{path}: {exc}") from exc
-    name = data.get("name")
-    if name != folder.name:
-        raise ManifestError(f"{path}: name {name!r} must equal the folder name {folder.name!r}")
-    start = data.get("start")
-    if not isinstance(start, list) or not start or not all(isinstance(a, str) for a in start):
-        raise ManifestError(f"{path}: 'start' must be a non-empty list of strings")
-    stop_signal = data.get("stop_signal", "SIGTERM")
-    if not isinstance(getattr(signal, str(stop_signal), None), signal.Signals):
-        raise ManifestError(f"{path}: stop_signal {stop_signal!r} is not a signal name such as SIGTERM")
-    return ProxySpec(name=name, dir=folder.resolve(), description=str(data.get("description", "")),
-                     start=tuple(start), env={k: str(v) for k, v in data.get("env", {}).items()},
-                     ready_timeout=float(data.get("ready_timeout", 10)),
-                     stop_signal=stop_signal, notes=data.get("notes", {}),
-                     workers_match=_workers_match(data.get("workers_match", ""), path),
-                     requires=tuple(str(t) for t in data.get("requires", [])))
-
-
-def _workers_match(text, path: Path) -> str:
-    try:
-        re.compile(str(text))
-    except re.error as exc:
-        raise ManifestError(f"{path}: workers_match {text!r}: {exc}") from exc
-    return str(text)
-
-
-def available_proxies(proxies_dir: Path = PROXIES_DIR) -> dict[str, ProxySpec]:
-    """Every proxies/<name>/proxy.toml, by name (sorted)."""
-    return {p.parent.name: load_proxy(p.parent) for p in sorted(proxies_dir.glob("*/proxy.toml"))}
+def build_proxy(spec: ProxySpec, log_path: Path, host: Host = LOCAL) -> float:
+    """Run the proxy's build step once on `host` (the server's); seconds taken. A
+    ServerError when it fails, with the log's tail (as a server's build)."""
+    if not spec.build:
+        return 0.0
+    values = template_values(spec, host)
+    return run_build(f"the {spec.name} proxy", [expand(a, values) for a in spec.build],
+                     spec.dir, values["cache_dir"], log_path, host)
 
 
 @dataclass
@@ -179,8 +145,7 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
     Ready means GET /ping/ through the proxy answers the status and JSON body the upstream
     answers directly, within spec.ready_timeout; otherwise ProxyError with the log's tail.
     The proxy gets `workers` (the same W as the servers) and runs on `cpus` if given."""
-    values = {"python": sys.executable, "dir": str(spec.dir), "proxies_dir": str(spec.dir.parent),
-              "servers_dir": str(SERVERS_DIR), "listen_host": listen_host,
+    values = {**template_values(spec, host), "listen_host": listen_host,
               "listen_port": str(listen_port), "upstream_host": upstream_host,
               "upstream_port": str(upstream_port), "workers": str(workers)}
     base_url, upstream_url = _url(listen_host, listen_port), _url(upstream_host, upstream_port)

@@ -1,11 +1,12 @@
-"""A real server behind each real reverse proxy of proxies/ (nginx, HAProxy, Caddy;
-bench.infra.proxy).
+"""A real server behind each real reverse proxy of proxies/ (nginx, HAProxy, Caddy,
+Traefik; bench.infra.proxy).
 
 The server is fastapi without a database (no build step, no database needed), started by
 bench.infra.lifecycle.running_server on the upstream port exactly as a run starts it;
 the proxy listens on the port the load would use. What goes through the proxy must be
 what the server answers, byte for byte, and the harness's contract verification must
-pass through it.
+pass through it. A proxy built from source (Traefik) is built first, once per test
+session, as a run builds it (a few seconds when up to date; `make test` built it already).
 """
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra.host import LOCAL
 from bench.infra.lifecycle import running_server
-from bench.infra.proxy import ProxyError, available_proxies, load_proxy, running_proxy
-from bench.infra.server import log_tail
+from bench.infra.proxy import ProxyError, available_proxies, build_proxy, load_proxy, running_proxy
+from bench.infra.server import ServerError, log_tail
+from bench.setup import toolchains
 from bench.verify.contract import verify_server
 from tests.conftest import TEST_SERVER_PORT
 
@@ -80,16 +82,40 @@ def refusing_port() -> socket.socket:
     return sock
 
 
+BUILT: dict[str, str | None] = {}        # proxy name -> why it cannot be had, None: built
+
+
+def ensure_built(spec, log_dir) -> None:
+    """A proxy with a build step, built once per test session (as a run builds it);
+    skipped with the reason on a machine without its toolchain."""
+    if not spec.build:
+        return
+    if spec.name not in BUILT:
+        why = toolchains.unavailable({spec.name: spec}).get(spec.name)
+        if why is None:
+            try:
+                build_proxy(spec, log_dir / f"build-{spec.name}.log")
+            except ServerError as exc:
+                pytest.fail(str(exc))
+        BUILT[spec.name] = why
+    if BUILT[spec.name]:
+        pytest.skip(f"the {spec.name} proxy is unavailable here: {BUILT[spec.name]}")
+
+
 def start_proxy(log, upstream_port: int = UPSTREAM_PORT, spec=NGINX):
+    ensure_built(spec, log.parent)
     return running_proxy(spec, listen_host="127.0.0.1", listen_port=PROXY_PORT,
                          upstream_host="127.0.0.1", upstream_port=upstream_port,
                          workers=WORKERS, log_path=log)
 
 
 def test_the_proxies_folder_is_discovered():
-    assert {"nginx", "haproxy", "caddy"} <= set(PROXIES)
+    assert {"nginx", "haproxy", "caddy", "traefik"} <= set(PROXIES)
     for spec in PROXIES.values():
-        assert spec.start and spec.dir.name == spec.name and spec.notes and spec.requires
+        # what it runs is checked before a run: an installed program, or the toolchain
+        # that builds it
+        assert spec.start and spec.dir.name == spec.name and spec.notes
+        assert spec.requires or (spec.build and spec.toolchain)
 
 
 @each_proxy
