@@ -1,0 +1,77 @@
+"""Real k6 v1.8.1 against a real server (servers/nginx, the ceiling: no build, no
+database), closed loop and open model, through the Generator seam as a run calls it.
+
+Runs servers and puts load on them: run under the shared lock,
+    flock /tmp/webbench-load.lock .venv/bin/python -m pytest tests/integration/test_k6.py
+Needs k6 where scripts/install_k6.sh puts it (`make setup`): without it the tests fail
+with the install hint instead of skipping. About 15 s.
+"""
+from __future__ import annotations
+
+import pytest
+
+from bench.core import manifest
+from bench.core.plan import Variant
+from bench.core.settings import Settings
+from bench.infra.lifecycle import running_server
+from bench.infra.server import log_tail
+from bench.load import for_request, k6
+from bench.load.generator import LoadRequest
+from tests.conftest import TEST_SERVER_PORT
+
+pytestmark = pytest.mark.integration
+SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory):
+    k6.require_k6()       # a missing or too-old k6 fails here, with the install hint
+    logs = tmp_path_factory.mktemp("k6")
+    with running_server(Variant(manifest.discover()["nginx"], "none", False), SETTINGS,
+                        None, logs / "nginx.log") as running:
+        yield running.server.base_url
+        assert running.server.alive(), log_tail(logs / "nginx.log")
+
+
+def test_installed_k6_is_the_pinned_version():
+    assert k6.k6_version().startswith(f"k6 v{k6.K6_VERSION} ")
+
+
+def test_closed_loop_through_the_seam(server_url):
+    request = LoadRequest("plain", server_url, connections=8, threads=1, duration_s=2.0,
+                          timeout_s=5.0, seed=3, token="hardcoded_token")
+    generator = for_request(request, closed_loop="k6")
+    result = generator.run(request)
+    s = result.summary
+    assert result.exit_code == 0 and generator.describe(request, result) == {}
+    assert s["requests"] == s["sent"] > 100 and s["errors"]["total"] == 0, s["errors"]
+    assert s["requests_per_sec"] == pytest.approx(s["requests"] / s["duration_s"])
+    assert 2.0 <= s["duration_s"] < 4.0 and s["bytes"] > 0
+    assert 0 < s["latency_ms"]["p50"] <= s["latency_ms"]["p99"] <= s["latency_ms"]["max"]
+    assert s["latency_histogram"] is None and s["latency_histogram_error"]
+    assert result.client_cpu_s > 0 and result.connections == 8 and result.threads == 1
+    assert result.raw["metrics"]["vus_max"]["max"] == 8
+
+
+def test_open_model_keeps_a_low_rate_and_reports_the_rate_block(server_url):
+    request = LoadRequest("to json", server_url, connections=8, threads=1, duration_s=2.0,
+                          timeout_s=5.0, seed=3, token="hardcoded_token", rate=150)
+    generator = for_request(request, open_model="k6")
+    result = generator.run(request)
+    s, rate = result.summary, generator.describe(request, result)["rate"]
+    assert rate["asked"] == 150 and rate["achieved"] == pytest.approx(150, rel=0.05)
+    assert rate["dropped_iterations"] <= 3 and rate["not_sent"] <= 3     # a busy machine
+    assert s["errors"]["total"] == 0 and 290 <= s["requests"] <= 302
+
+
+def test_open_model_beyond_the_vus_drops_iterations(server_url):
+    s = k6.run_k6("plain", server_url,
+                  k6.K6Settings(connections=1, duration_s=1.0, rate=100_000, threads=1)).summary
+    assert s["rate"]["dropped_iterations"] > 0
+    assert s["rate"]["not_sent"] >= s["rate"]["dropped_iterations"]
+
+
+def test_wrong_token_and_connection_close(server_url):
+    s = k6.run_k6("plain", server_url, k6.K6Settings(4, 1.0, token="nope", threads=1,
+                                                     connection_close=True)).summary
+    assert s["requests"] > 0 and s["errors"]["status"] == s["requests"]
