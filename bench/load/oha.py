@@ -1,4 +1,5 @@
-"""Open-model load generation with oha 1.16 (https://github.com/hatoo/oha).
+"""Load generation with oha 1.16 (https://github.com/hatoo/oha): the open model, and
+the closed loop too.
 
 wrk is a closed loop: each connection sends its next request only when the previous one
 has been answered, so a slow server slows the client down and the requests it would have
@@ -7,24 +8,33 @@ sent during a stall are never sent, never timed (coordinated omission). oha with
 start + i / RATE, a free connection takes the next due request, and its latency is timed
 from the moment it was due, so time spent waiting for a free connection is part of it.
 
+oha without `-q` (settings.rate None) is the closed loop, as wrk: no rate limit, each of
+the `-c` connections sends its next request when the last is answered, every latency
+timed from its send. The same case can then be measured closed with wrk, oha and k6.
+A rate of 0 is refused: oha reads `-q 0` as "no limit", so the closed loop is asked for
+by None only, never by a zero.
+
 Every run is the same argv shape (`oha_command`):
 
-    oha --no-tui --output-format json -z <ms> -w -c <connections> -q <rate>
-        --latency-correction -t <ms> --disable-compression -H "token: <token>"
-        [--disable-keepalive] [-m PATCH -T application/json -Z <bodies file>]
+    oha --no-tui --output-format json -z <ms> -w -c <connections>
+        [-q <rate> --latency-correction] -t <ms> --disable-compression
+        -H "token: <token>" [--disable-keepalive]
+        [-m PATCH -T application/json -Z <bodies file>]
         --rand-regex-url <URL regex> --db-url <temp file>
 
 oha's JSON report is parsed (`parse_oha_json`) into wrk's normalised summary (same keys,
-same units) plus a `rate` block; its per-request dump adds the histogram (oha_dump).
+same units), plus a `rate` block for the open model; its per-request dump adds the
+histogram (oha_dump).
 
 Public API::
 
     OhaSettings, OHA_VERSION, INSTALL_HINT
     require_oha(), oha_version()
-    id_regex(), url_regex(test, base_url), update_bodies(seed, count)
+    id_regex(), url_regex(test, base_url), update_bodies(seed, count)  (oha_requests)
     oha_command(test, base_url, settings, duration_s=None, *, bodies_file=None) -> list[str]
     classify_error(message) -> str
-    parse_oha_json(text, *, asked_rate, duration_s, connections) -> dict
+    parse_oha_json(text, *, asked_rate, duration_s, connections) -> dict  (asked_rate
+        None: the closed loop, no rate block)
     run_oha(test, base_url, settings, duration_s=None, *, host=LOCAL, on_start=None) -> LoadResult
     reached(summary, tolerance=0.05) -> (bool, str)
 """
@@ -32,8 +42,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
-import string
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,21 +49,19 @@ from typing import Callable
 
 import psutil
 
-from bench.core import suite
 from bench.infra.host import LOCAL, Host
 from bench.load import oha_dump
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
-from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS
+# the request streams (URL regexes, PATCH bodies; bench.load.oha_requests), part of this
+# module's API as before they moved there
+from bench.load.oha_requests import id_regex, update_bodies, url_regex
+from bench.load.wrk import LATENCY_KEYS
 
 OHA_VERSION = "1.16.0"
 INSTALL_HINT = (f"oha {OHA_VERSION} is not installed (or ~/.cargo/bin is not on PATH): run "
                 f"`make setup` or scripts/install_oha.sh "
                 f"(cargo install oha --version {OHA_VERSION} --locked)")
 KILL_GRACE_S = 30.0       # run_oha gives oha duration + timeout + this much wall time
-ID_MAX = 10_000           # user ids 1..ID_MAX, as the contract's table
-PARAM_REGEX = "[a-zA-Z0-9]{4,12}"    # wrk_scripts' random_alnum(4, 12)
-UPDATE_BODY_COUNT = 10_000           # distinct PATCH bodies oha picks from at random
-_ALNUM = string.ascii_letters + string.digits
 _TAIL_CHARS = 2000
 # oha's text for a request cut off by the -z deadline (ClientError::Deadline)
 DEADLINE_ERROR = "aborted due to deadline"
@@ -84,7 +90,8 @@ _ERROR_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 @dataclass
 class OhaSettings:
     connections: int
-    rate: float                 # requests per second asked for (the open model's schedule)
+    # requests per second asked for (the open model's schedule); None: the closed loop
+    rate: float | None
     duration_s: float
     timeout_s: float = 5.0
     seed: int = 1               # seeds the PATCH bodies; oha's own RNG cannot be seeded
@@ -98,13 +105,20 @@ class OhaSettings:
     def __post_init__(self) -> None:
         if isinstance(self.connections, bool) or self.connections < 1:
             raise ValueError(f"connections must be >= 1, got {self.connections}")
-        if not (isinstance(self.rate, (int, float)) and math.isfinite(self.rate)
-                and self.rate > 0):
-            # oha reads -q 0 as "no rate limit": that would silently be a closed loop
-            raise ValueError(f"rate must be a finite number of req/s > 0, got {self.rate!r}")
+        if self.rate is not None and not (isinstance(self.rate, (int, float))
+                                          and not isinstance(self.rate, bool)
+                                          and math.isfinite(self.rate) and self.rate > 0):
+            # oha reads -q 0 as "no rate limit": that would silently be a closed loop,
+            # which is asked for explicitly (rate None)
+            raise ValueError(f"rate must be a finite number of req/s > 0 (None: the closed "
+                             f"loop), got {self.rate!r}")
         check_window(self.duration_s, self.timeout_s, self.token)
         if self.worker_threads is not None and self.worker_threads < 1:
             raise ValueError(f"worker_threads must be >= 1, got {self.worker_threads}")
+
+    @property
+    def open_model(self) -> bool:
+        return self.rate is not None
 
     @property
     def threads(self) -> int:
@@ -130,67 +144,6 @@ def oha_version(host: Host = LOCAL) -> str:
         raise LoadError(f"cannot read oha's version from `oha --version`: "
                         f"{_tail(done.stdout + done.stderr)}")
     return line
-
-
-# --------------------------------------------------------------------------- requests
-
-def id_regex() -> str:
-    """A rand_regex pattern for "{id}/" with id exactly uniform over 1..10000.
-
-    rand_regex (oha's --rand-regex-url) picks each alternative of an alternation with
-    equal probability, and flattens an alternative that is itself an alternation into its
-    parent, so uniformity needs alternatives of equal size that are not bare alternations.
-    Here: 100 alternatives of 100 ids each. "N[0-9]{2}/" for N in 1..99 covers 100..9999;
-    the last one, "(?:1|2|...|99|10000)/", covers the other 100 ids (its trailing "/" makes
-    it a sequence, so it is not flattened; its alternatives are not single characters, so
-    regex-syntax does not merge them into one class). Every id then has probability
-    1/100 * 1/100 = 1/10000. Checked: 10^6 `oha --dump-urls` draws hit all 10,000 ids,
-    chi-square 10035 on 9999 degrees of freedom (tests/integration/test_oha.py).
-    """
-    blocks = [f"{n}[0-9]{{2}}/" for n in range(1, ID_MAX // 100)]
-    rest = [str(i) for i in range(1, 100)] + [str(ID_MAX)]
-    return "(?:" + "|".join(blocks + ["(?:" + "|".join(rest) + ")/"]) + ")"
-
-
-# regex-syntax's meta characters; "." is left alone because oha itself escapes every "."
-# of the URL regex (so that a host's dots stay literal) and "\." would become "\\."
-_REGEX_META = set("\\+*?()|[]{}^$#&-~")
-
-
-def _literal(text: str) -> str:
-    return "".join("\\" + c if c in _REGEX_META else c for c in text)
-
-
-def url_regex(test: str, base_url: str, n: int | None = None) -> str:
-    """The --rand-regex-url pattern of one contract test: the request paths of the wrk
-    scripts in wrk_scripts/ (same endpoints, same random parts)."""
-    if test not in TEST_SCRIPTS:
-        raise ValueError(f"unknown test {test!r}; known: {', '.join(TEST_SCRIPTS)}")
-    if not base_url.startswith(("http://", "https://")):
-        raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
-    base = _literal(base_url.rstrip("/"))
-    if test in suite.SUITE_TESTS:           # the server draws the ids: one fixed path
-        return base + _literal(suite.path_for(test, n))
-    if test in ("get user", "update user"):
-        return f"{base}/user/{id_regex()}"
-    endpoint = "plain" if test == "plain" else "to_json"
-    params = "&".join(f"param{i}={PARAM_REGEX}" for i in (1, 2, 3))
-    return f"{base}/{endpoint}/\\?{params}"
-
-
-def update_bodies(seed: int, count: int = UPDATE_BODY_COUNT) -> list[str]:
-    """PATCH bodies as update_user.lua builds them: a random username of 8-16 ASCII
-    letters/digits and a random <8-16 of them>@example.com email.
-
-    oha cannot build a body per request, but `-Z file` sends a line of the file picked at
-    random for each request; these are those lines (deterministic for a seed)."""
-    rng = random.Random(seed)
-
-    def alnum() -> str:
-        return "".join(rng.choice(_ALNUM) for _ in range(rng.randint(8, 16)))
-
-    return [json.dumps({"username": alnum(), "email": alnum() + "@example.com"})
-            for _ in range(count)]
 
 
 def _ms(seconds: float) -> str:
@@ -223,8 +176,11 @@ def oha_command(test: str, base_url: str, settings: OhaSettings,
         # included, so that count says nothing about requests.
         "-w",
         "-c", str(settings.connections),
-        "-q", _rate_arg(settings.rate),
-        "--latency-correction",
+        # the open model: request i due at start + i / rate, timed from when it was due.
+        # Without -q oha is the closed loop (no rate limit: each connection sends its next
+        # request when the last is answered), timed from each request's send.
+        *(["-q", _rate_arg(settings.rate), "--latency-correction"] if settings.open_model
+          else []),
         "-t", _ms(settings.timeout_s),
         # oha asks for gzip/br by default; the wrk scripts do not
         "--disable-compression",
@@ -302,10 +258,11 @@ def _ms_of(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
 
-def parse_oha_json(text: str, *, asked_rate: float, duration_s: float,
+def parse_oha_json(text: str, *, asked_rate: float | None, duration_s: float,
                    connections: int) -> dict:
     """wrk's normalised summary (bench.load.wrk.parse_wrk_output: same keys, same units)
-    from oha's `--output-format json` report, plus `rate`.
+    from oha's `--output-format json` report, plus `rate` for the open model (`asked_rate`
+    None: the closed loop, which has no rate block).
 
     - requests: responses of any status (statusCodeDistribution), as wrk counts them.
     - sent: requests that went out on a connection: the responses plus every error
@@ -317,7 +274,8 @@ def parse_oha_json(text: str, *, asked_rate: float, duration_s: float,
       read, headers included): same unit, smaller figure.
     - latency_ms: min/mean/max from summary fastest/average/slowest, p50..p99_9 from
       latencyPercentiles (oha sorts every latency and takes the floor(p/100 * n)-th),
-      seconds -> ms; with --latency-correction each is timed from the request's due time.
+      seconds -> ms; with --latency-correction (the open model) each is timed from the
+      request's due time, in the closed loop from its send.
       Over every response, non-2xx included, as wrk. stdev is None: oha reports none.
       All None when there was no response.
     - errors: non-2xx responses are `status` (stricter than wrk, which flags > 399 only;
@@ -325,7 +283,7 @@ def parse_oha_json(text: str, *, asked_rate: float, duration_s: float,
       classify_error into connect/read/write/timeout; unknown texts are `lost`. A request
       cut off at the deadline (none with -w) is forgiven up to one per connection, like
       wrk's in-flight requests at its stop; more are `lost`. total = the sum of the six.
-    - rate: asked (req/s); achieved = sent / the asked duration_s (the schedule's
+    - rate (open model only): asked (req/s); achieved = sent / the asked duration_s (the schedule's
       window: oha sends nothing after it, while its total also holds the wait for the
       last answers); not_sent = floor(asked * duration_s) - sent, never below 0: due
       requests oha never sent because no connection was free or oha could not keep up;
@@ -334,8 +292,9 @@ def parse_oha_json(text: str, *, asked_rate: float, duration_s: float,
       request with the time it woke up, not start + i / RATE, so a ticker starved of CPU
       hides its own delay.
     """
-    if not duration_s > 0 or not asked_rate > 0:
-        raise ValueError(f"asked_rate and duration_s must be > 0, got {asked_rate}, {duration_s}")
+    if not duration_s > 0 or not (asked_rate is None or asked_rate > 0):
+        raise ValueError(f"asked_rate (None: the closed loop) and duration_s must be > 0, "
+                         f"got {asked_rate}, {duration_s}")
     data = _load_json(text)
     try:
         summary = data["summary"]
@@ -371,8 +330,7 @@ def parse_oha_json(text: str, *, asked_rate: float, duration_s: float,
         raw[key] = _number(percentiles.get(name), f"latencyPercentiles.{name}")
     latency_ms = {k: (_ms_of(raw[k]) if requests else None) for k in LATENCY_KEYS}
 
-    scheduled = math.floor(asked_rate * duration_s + 1e-9)
-    return {
+    out = {
         "requests": requests,
         "sent": sent,
         "unanswered": sent - requests,
@@ -381,13 +339,16 @@ def parse_oha_json(text: str, *, asked_rate: float, duration_s: float,
         "bytes": _count(summary.get("totalData", 0), "summary.totalData"),
         "latency_ms": latency_ms,
         "errors": errors,
-        "rate": {
+    }
+    if asked_rate is not None:
+        scheduled = math.floor(asked_rate * duration_s + 1e-9)
+        out["rate"] = {
             "asked": float(asked_rate),
             "achieved": sent / duration_s,
             "not_sent": max(0, scheduled - sent),
             "late": None,
-        },
-    }
+        }
+    return out
 
 
 def reached(summary: dict, tolerance: float = 0.05) -> tuple[bool, str]:
@@ -395,6 +356,8 @@ def reached(summary: dict, tolerance: float = 0.05) -> tuple[bool, str]:
     says why not (or confirms), for a figure that must not be stored as the server's."""
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
+    if "rate" not in summary:
+        raise ValueError("a closed-loop summary has no rate to reach")
     rate = summary["rate"]
     asked, achieved = rate["asked"], rate["achieved"]
     floor_rps = (1 - tolerance) * asked
@@ -421,7 +384,8 @@ def run_oha(test: str, base_url: str, settings: OhaSettings,
             duration_s: float | None = None, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,
             cpus: list[int] | None = None) -> LoadResult:
-    """Run oha for one test at settings.rate and return its parsed summary and CPU usage.
+    """Run oha for one test, at settings.rate or the closed loop (rate None), and return
+    its parsed summary and CPU usage.
 
     oha gets duration + timeout + 30 s of wall time (-w lets requests in flight at the
     deadline finish, each within the timeout); past that it is killed and LoadError
@@ -464,18 +428,19 @@ def run_oha(test: str, base_url: str, settings: OhaSettings,
 
 
 class Oha:
-    """oha behind the Generator seam: the open model (`-q RATE --latency-correction`)."""
+    """oha behind the Generator seam: both models, the open model (`-q RATE
+    --latency-correction`) for a rate and the closed loop (no `-q`) without one."""
     name = "oha"
-    open_model = True
+    open_model = True             # the model it runs when none is named: the open model
+    models = frozenset({False, True})
 
     def version(self, host: Host = LOCAL) -> str:
         return oha_version(host)
 
     @staticmethod
     def settings(request: LoadRequest) -> OhaSettings:
-        if not request.open_model:
-            raise LoadError("oha is run here for the open model only: give it a rate")
-        # as many threads as wrk gets for these connections: oha's default (every
+        # a rate is the open model, None the closed loop (LoadRequest.open_model). As many
+        # threads as wrk gets for these connections, in either model: oha's default (every
         # physical core) took CPU from the server and raised latency on a 2-core machine
         return OhaSettings(connections=request.connections, rate=request.rate,
                            duration_s=request.duration_s, timeout_s=request.timeout_s,
@@ -490,10 +455,15 @@ class Oha:
                        request.duration_s, host=host, on_start=on_start, cpus=cpus)
 
     def describe(self, request: LoadRequest, result: LoadResult) -> dict:
-        return {"rate": result.summary["rate"]}
+        return {"rate": result.summary["rate"]} if request.open_model else {}
 
     def open_connections(self, connections: int, threads: int) -> int:
-        return connections          # -c N opens N, whatever the worker threads
+        return connections          # -c N opens N, whatever the worker threads or model
 
 
 OHA = Oha()
+
+
+__all__ = ["INSTALL_HINT", "OHA", "OHA_VERSION", "Oha", "OhaSettings", "classify_error",
+           "id_regex", "oha_command", "oha_version", "parse_oha_json", "reached",
+           "require_oha", "run_oha", "update_bodies", "url_regex"]

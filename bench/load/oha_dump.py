@@ -1,5 +1,5 @@
 """oha's per-request SQLite dump (`--db-url FILE`): the whole latency distribution of a
-fixed-rate window, and which requests were sent late.
+window (fixed-rate or closed-loop), and which requests of a fixed rate were sent late.
 
 oha's JSON report gives a dozen percentiles and no histogram. Its dump (oha 1.16, table
 `oha`) holds one row per response (errors have none), times in seconds from the run's
@@ -14,6 +14,10 @@ start:
   for a free connection counts, so coordinated omission is corrected; latency from the
   send time (end - start) is the uncorrected figure other tools print.
 - a request is late when it went out more than LATE_TOLERANCE_S after it was due.
+- in the closed loop (no -q, no --latency-correction) oha leaves
+  `start_latency_correction` NULL: every latency is from the send time, there is nothing
+  to correct and no due time to be late for (late None), and the summary gets no
+  uncorrected percentiles (they would be its own).
 
 The JSON report stays the source of counts and errors; this module only adds the
 distribution. A dump that cannot be read is a DumpError: the caller stores the sample
@@ -115,16 +119,16 @@ def collect(host, dump: str | Path, local: Path) -> dict | DumpError:
 
 def add_distribution(summary: dict, distribution: dict | DumpError) -> None:
     """Fill an oha summary (bench.load.oha.parse_oha_json) from its read dump: the
-    histogram, the uncorrected percentiles and rate.late; or, when the dump could not be
-    read, a None histogram and `latency_histogram_error` saying why (every other figure
-    stays)."""
+    histogram, and for the open model (a summary with a rate block) the uncorrected
+    percentiles and rate.late; or, when the dump could not be read, a None histogram and
+    `latency_histogram_error` saying why (every other figure stays)."""
     if isinstance(distribution, DumpError):
         summary["latency_histogram"] = None
         summary["latency_histogram_error"] = str(distribution)
         return
     summary["latency_histogram"] = distribution["latency_histogram"]
-    summary["latency_uncorrected_ms"] = distribution["latency_uncorrected_ms"]
     if "rate" in summary:
+        summary["latency_uncorrected_ms"] = distribution["latency_uncorrected_ms"]
         summary["rate"]["late"] = distribution["late"]
         summary["rate"]["late_tolerance_ms"] = LATE_TOLERANCE_S * 1000
     if distribution["rows"] != summary["requests"]:

@@ -47,8 +47,8 @@ def option(argv: list[str], flag: str) -> str:
 # --------------------------------------------------------------------------- settings
 
 @pytest.mark.parametrize("kwargs", [
-    {"connections": 0}, {"connections": True}, {"rate": 0}, {"rate": -5},
-    {"rate": float("nan")}, {"rate": float("inf")}, {"rate": "100"},
+    {"connections": 0}, {"connections": True}, {"rate": 0}, {"rate": 0.0}, {"rate": -5},
+    {"rate": float("nan")}, {"rate": float("inf")}, {"rate": "100"}, {"rate": True},
     {"duration_s": 0}, {"timeout_s": 0}, {"token": ""}, {"token": "a b"},
     {"token": "x\r\nEvil: 1"}, {"worker_threads": 0},
 ])
@@ -56,6 +56,14 @@ def test_settings_refuse_what_oha_would_misread(kwargs):
     args = {"connections": 16, "rate": 100.0, "duration_s": 2.0, **kwargs}
     with pytest.raises(ValueError):
         OhaSettings(**args)
+
+
+def test_a_rate_of_zero_is_never_the_closed_loop_none_is():
+    # oha reads -q 0 as "no rate limit": a zero would silently be the closed loop
+    with pytest.raises(ValueError, match="None: the closed loop"):
+        OhaSettings(16, 0, 2.0)
+    assert not OhaSettings(16, None, 2.0).open_model
+    assert OhaSettings(16, 100, 2.0).open_model
 
 
 def test_settings_threads_are_what_runs():
@@ -78,6 +86,30 @@ def test_command_is_the_open_model_with_a_fixed_rate():
         assert flag in argv
     assert "--disable-keepalive" not in argv and "-m" not in argv and "-Z" not in argv
     assert argv[-2] == "--rand-regex-url"
+
+
+def test_command_without_a_rate_is_the_closed_loop():
+    """No -q (no rate limit: each connection sends its next request when the last is
+    answered) and no --latency-correction (nothing is due, every latency is from its
+    send); everything else as the open model's, worker threads as asked."""
+    closed = oha.oha_command("plain", BASE, OhaSettings(16, None, 2.5, timeout_s=1.5,
+                                                        worker_threads=1))
+    rated = oha.oha_command("plain", BASE, OhaSettings(16, 2500, 2.5, timeout_s=1.5,
+                                                       worker_threads=1))
+    assert "-q" not in closed and "--latency-correction" not in closed
+    i = rated.index("-q")
+    assert rated[i:i + 3] == ["-q", "2500", "--latency-correction"]
+    assert closed == rated[:i] + rated[i + 3:]
+    assert option(closed, "-c") == "16" and option(closed, "-z") == "2500ms"
+    assert option(closed, "--worker-threads") == "1" and "-w" in closed
+
+
+def test_command_of_the_recorded_closed_loop_fixture_is_todays():
+    meta = fixture("plain_closed_loop")[1]
+    settings = OhaSettings(meta["connections"], None, meta["duration_s"], worker_threads=1)
+    base = meta["command"][-1].split("/plain/")[0]
+    assert meta["asked_rate"] is None
+    assert oha.oha_command("plain", base, settings) == meta["command"]
 
 
 def test_command_rate_is_never_rounded_or_an_exponent():
@@ -244,6 +276,16 @@ def test_summary_has_exactly_wrks_keys_plus_rate():
     assert set(summary["rate"]) == {"asked", "achieved", "not_sent", "late"}
 
 
+def test_closed_loop_summary_has_exactly_wrks_keys_and_no_rate():
+    wrk = parse_wrk_output((WRK_DATA / "wrk_to_json_200_stdout.txt").read_text(),
+                           connections=16)
+    summary = parsed("plain_closed_loop")
+    histogram_keys = {"latency_histogram", "latency_histogram_error"}
+    assert "rate" not in summary
+    assert _keys({k: v for k, v in summary.items() if k not in histogram_keys}) == \
+        _keys({k: v for k, v in wrk.items() if k not in histogram_keys})
+
+
 def _assert_latency_ordered(latency: dict) -> None:
     order = [latency[k] for k in ("min", "p50", "p75", "p90", "p99", "p99_9", "max")]
     assert all(v is not None and v > 0 for v in order)
@@ -268,6 +310,61 @@ def test_clean_run():
     assert s["latency_ms"]["p99_9"] == pytest.approx(raw["latencyPercentiles"]["p99.9"] * 1000)
     assert s["latency_ms"]["max"] == pytest.approx(raw["summary"]["slowest"] * 1000)
     assert oha.reached(s) == (True, "asked 200 req/s, oha sent 200 req/s (within 5%)")
+
+
+def test_closed_loop_run_against_nginx():
+    """oha's real closed loop (no -q): every connection busy all the window, so far more
+    requests than any rate the open-model fixtures asked, none lost, in wrk's units."""
+    s = parsed("plain_closed_loop")
+    raw = json.loads(fixture("plain_closed_loop")[0])
+    assert s["requests"] == s["sent"] == raw["statusCodeDistribution"]["200"] > 1000
+    assert s["unanswered"] == 0 and s["errors"]["total"] == 0
+    assert s["duration_s"] == raw["summary"]["total"] == pytest.approx(2.0, abs=0.1)
+    assert s["requests_per_sec"] == pytest.approx(s["requests"] / s["duration_s"])
+    assert s["requests_per_sec"] == pytest.approx(raw["summary"]["requestsPerSec"])
+    assert s["bytes"] == raw["summary"]["totalData"] > 0
+    assert s["latency_ms"]["stdev"] is None
+    _assert_latency_ordered(s["latency_ms"])
+    assert s["latency_ms"]["p50"] == pytest.approx(raw["latencyPercentiles"]["p50"] * 1000)
+    with pytest.raises(ValueError, match="no rate"):
+        oha.reached(s)
+
+
+def test_closed_loop_latency_is_the_servers_answer_time():
+    """Against a server that answers after ~50 ms (10 ms + Nagle against delayed ACKs),
+    4 connections of a closed loop send about 4 / 50 ms = 80 requests a second: each
+    latency is one answer's time, never a wait for a due time."""
+    s = parsed("plain_closed_loop_slow")
+    assert s["errors"]["total"] == 0 and s["requests"] == s["sent"]
+    assert 10 <= s["latency_ms"]["p50"] <= s["latency_ms"]["max"] < 200
+    per_connection = s["duration_s"] / (s["requests"] / 4)
+    assert per_connection == pytest.approx(s["latency_ms"]["mean"] / 1000, rel=0.1)
+
+
+def test_closed_loop_against_a_closed_port_is_only_connect_errors():
+    s = parsed("plain_closed_loop_closed_port")
+    assert s["requests"] == s["sent"] == s["unanswered"] == 0 and s["requests_per_sec"] == 0
+    assert s["errors"]["connect"] == s["errors"]["total"] > 0
+    assert all(v is None for v in s["latency_ms"].values())
+    assert "rate" not in s
+
+
+def test_closed_loop_dump_gives_the_histogram_without_due_times():
+    """oha's real closed-loop dump: start_latency_correction NULL on every row, so the
+    histogram is of the latency from the send, nothing is late, and the summary gets no
+    uncorrected percentiles (there is nothing to correct)."""
+    from bench.core import histogram
+    from bench.load import oha_dump
+    dump = oha_dump.read_dump(FIXTURES / "plain_closed_loop_slow.db")
+    assert dump["late"] is None
+    s = parsed("plain_closed_loop_slow")
+    oha_dump.add_distribution(s, dump)
+    assert "latency_uncorrected_ms" not in s and "rate" not in s
+    assert "latency_histogram_error" not in s
+    hist = histogram.from_record(s["latency_histogram"])
+    assert hist.get_total_count() == s["requests"] == dump["rows"]
+    max_us = json.loads(fixture("plain_closed_loop_slow")[0])["summary"]["slowest"] * 1e6
+    assert abs(hist.get_max_value() - max_us) <= histogram.resolution_us(max_us)
 
 
 def test_connection_close_run_is_clean():
@@ -428,6 +525,18 @@ def test_run_oha_failure_is_a_load_error():
     host = _Host("/bin/oha", Completed([], 2, "", "error: unexpected argument", 0.0, 0.1))
     with pytest.raises(LoadError, match="status 2"):
         oha.run_oha("plain", BASE, OhaSettings(4, 10, 2.0), host=host)
+
+
+def test_run_oha_closed_loop_runs_no_rate_and_parses_the_report():
+    text, meta = fixture("plain_closed_loop")
+    host = _Host("/bin/oha", Completed([], 0, text, "", 0.5, 2.1))
+    result = oha.run_oha("plain", BASE, OhaSettings(16, None, 2.0, worker_threads=1),
+                         host=host)
+    assert "-q" not in host.argv and "--latency-correction" not in host.argv
+    assert host.argv[-2] == "--db-url"
+    result.summary.pop("latency_histogram"), result.summary.pop("latency_histogram_error")
+    assert result.summary == parsed("plain_closed_loop")
+    assert result.threads == 1 and result.connections == 16
 
 
 def test_run_oha_writes_the_bodies_for_update_user_and_parses_the_report():
