@@ -27,7 +27,18 @@ bench: setup
 test: test-setup rust-tests server-tests
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-# The Go and Node.js servers' own unit tests (handlers with a fake store: n parsing,
+# The tests check what the servers answer, not how fast: `make test` builds the Rust
+# servers without fat LTO and with 16 codegen units (cargo reads these variables over
+# servers/Cargo.toml's release profile), which compiles them in parallel instead of one
+# single-threaded LTO step per binary. Exported for the whole of `make test`, so the
+# e2e tests' own `run_bench.py` builds see the same profile and find the build up to
+# date. A later `make bench` or `run_bench.py run` has no such variables: cargo sees
+# another profile and rebuilds in the production one (servers/Cargo.toml). A run made
+# with them set records them (environment.build_env in the results).
+test test-setup: export CARGO_PROFILE_RELEASE_LTO = off
+test test-setup: export CARGO_PROFILE_RELEASE_CODEGEN_UNITS = 16
+
+# The Go, Node.js and PHP servers' own unit tests (handlers with a fake store: n parsing,
 # the fortunes template's escaping, the cache; servers/_gocommon holds the Go servers'
 # shared code and the route cases both run), with the toolchains set-up checked.
 # The Python servers' shared code is tested by pytest itself (servers/_pycommon is
@@ -39,7 +50,8 @@ server-tests: test-setup
 	  && (cd servers/fasthttp && go test -mod=readonly -trimpath -count=1 ./...) \
 	  && (cd servers/fastify && npm test --silent) \
 	  && (cd servers/express && npm test --silent) \
-	  && echo "Go and Node.js server tests: $$(( $$(date +%s) - start )) s"
+	  && php servers/php-fpm/tests/run.php \
+	  && echo "Go, Node.js and PHP server tests: $$(( $$(date +%s) - start )) s"
 
 # The Rust servers' own unit tests (the shared crate _rscommon holds most of them), the
 # whole workspace (servers/Cargo.toml) in one cargo run. In the servers' target dir, but

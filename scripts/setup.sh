@@ -9,8 +9,9 @@
 # mysqlclient needs their headers, everything needs wrk and the databases); then three
 # tracks at once, because on 2 cores a download or a single-threaded link leaves a core
 # idle that another track can use:
-#   - the virtualenv, then the servers' builds (`run_bench.py build` runs in it);
+#   - the virtualenv, then the servers' and proxies' builds (`run_bench.py build`);
 #   - oha (cargo install, mostly compiling), in the background from the start;
+#   - k6 (go install, downloads then compiling), in the background after oha's start;
 #   - the Rust crates and Go modules fetched while pip installs, so the builds start
 #     with their downloads done.
 set -euo pipefail
@@ -56,6 +57,8 @@ step "system packages (apt)" bash scripts/install_system_deps.sh "${deps_flag[@]
 
 background "oha (cargo install, background)" oha bash scripts/install_oha.sh &
 oha_pid=$!
+background "k6 (go install, background)" k6 bash scripts/install_k6.sh &
+k6_pid=$!
 prefetch() {
   if command -v cargo >/dev/null; then
     (cd servers && cargo fetch --locked --quiet)
@@ -70,7 +73,9 @@ prefetch_pid=$!
 step "virtualenv (pip, pinned requirements)" make --no-print-directory venv
 # a failed fetch is not fatal here: the build fetches again and reports its own error
 wait "$prefetch_pid" || echo "note: prefetching failed (see $logs/prefetch.log); the builds fetch again"
-step "server builds (run_bench.py build)" .venv/bin/python run_bench.py build
+# the servers' builds and the --behind proxies built from source (Traefik, from its Go
+# module: minutes when cold, its modules fetched by the build itself)
+step "server and proxy builds (run_bench.py build)" .venv/bin/python run_bench.py build
 
 if ! wait "$oha_pid"; then
   echo "error: installing oha failed; its log ($logs/oha.log):" >&2
@@ -78,3 +83,9 @@ if ! wait "$oha_pid"; then
   exit 1
 fi
 tail -n 1 "$logs/oha.log"
+if ! wait "$k6_pid"; then
+  echo "error: installing k6 failed; its log ($logs/k6.log):" >&2
+  tail -n 30 "$logs/k6.log" >&2
+  exit 1
+fi
+tail -n 1 "$logs/k6.log"

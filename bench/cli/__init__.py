@@ -52,8 +52,12 @@ def parser() -> argparse.ArgumentParser:
                         "needs (versions, minimums, OK / missing / too old), which servers "
                         "are available, and what `make setup` would install; installs "
                         "nothing (`run_bench.py doctor --help`)")
-    build = sub.add_parser("build", help="run the build step of the selected servers' manifests")
+    build = sub.add_parser("build", help="run the build step of the selected servers' manifests "
+                                         "and of the reverse proxies built from source")
     build.add_argument("--servers", type=arguments.csv_list, default=[], metavar="A,B")
+    build.add_argument("--behind", type=arguments.csv_list, default=None, metavar="PROXY,...",
+                       help="the proxies (folders under proxies/) to build too; default: every "
+                            "one with a build step (e.g. traefik), none when --servers is given")
     build.add_argument("--servers-dir", action="append", type=Path, default=[])
     arguments.add_hosts(build)
 
@@ -104,16 +108,27 @@ def cmd_list(specs: dict) -> int:
     print(tabulate(rows, ["server", "language", "databases", "variants", "suite",
                           "concurrency", "available", "description"], tablefmt="simple",
                    maxcolwidths=[None, None, None, None, None, None, 60, 60]))
+    from bench.infra.proxy import available_proxies
+    proxies = available_proxies()
+    not_here = toolchains.unavailable(proxies)
+    print()
+    print(tabulate([[p.name, "built here" if p.build else "installed",
+                     f"no: {not_here[p.name]}" if p.name in not_here else "yes", p.description]
+                    for p in proxies.values()],
+                   ["--behind", "binary", "available", "description"], tablefmt="simple",
+                   maxcolwidths=[None, None, 60, 60]))
     print(f"\ntests: {', '.join(TESTS)} (plain and to json run once per server, "
           f"without a database); the database suite (--tests all, --preset suite): "
           f"{', '.join(SUITE_TESTS)}, on the servers whose suite column says yes")
     return 0
 
 
-def cmd_build(settings: Settings, specs: dict, hosts) -> int:
+def cmd_build(settings: Settings, specs: dict, hosts, behind: list[str] | None = None) -> int:
     from bench.core.plan import check_available
+    from bench.infra.proxy import available_proxies
     from bench.paths import CACHE_DIR
-    validate(settings, list(specs))
+    proxies = available_proxies()
+    validate(settings, list(specs), list(proxies))
     unavailable = session.servers_unavailable(specs, hosts)
     check_available(settings.servers, unavailable)
     chosen = []
@@ -123,6 +138,19 @@ def cmd_build(settings: Settings, specs: dict, hosts) -> int:
                   f"{unavailable[server_id]}")
         else:
             chosen.append(specs[server_id])
+    # the proxies built from source (a `build` in proxy.toml), as the servers
+    named = [p for p in behind or [] if p != "none"]
+    not_here = session.proxies_unavailable(proxies, hosts)
+    check_available(named, not_here)
+    wanted = named if behind is not None else ([] if settings.servers else sorted(proxies))
+    for name in wanted:
+        if not proxies[name].build:
+            continue
+        if name in not_here:
+            print(f"not building the {name} proxy: unavailable on this machine: "
+                  f"{not_here[name]}")
+        else:
+            chosen.append(proxies[name])
     with session.Session(settings, hosts=hosts, needs=session.FOR_BUILD) as opened:
         failed = [sid for sid, built in opened.builds(chosen, CACHE_DIR) if not built.ok]
     return 1 if failed else 0
@@ -147,7 +175,9 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
               f"flags are not used)")
     hosts = arguments.hosts_from(args)
     unavailable = session.servers_unavailable(specs, hosts)
-    cases = plan(settings, specs, list(available_proxies()), unavailable)
+    proxies = available_proxies()
+    cases = plan(settings, specs, list(proxies), unavailable)
+    session.check_proxies(settings, proxies, hosts)
     if not cases:
         print("nothing to run: the selection matches no case", file=sys.stderr)
         return EXIT_USAGE
@@ -206,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return cmd_list(specs)
         if args.command == "build":
-            return cmd_build(settings, specs, arguments.hosts_from(args))
+            return cmd_build(settings, specs, arguments.hosts_from(args), args.behind)
         if args.command == "serve":
             from bench.cli.serve import serve
             return serve(settings, specs, args.server, args.database, args.orm,

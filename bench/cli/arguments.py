@@ -186,6 +186,13 @@ def add_modes(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rate", dest="rates", type=csv_list, default=None, metavar="R[,R...]",
                    help="latency at fixed request rates (open model, oha): shares of each "
                         "case's measured maximum (25%%,50%%,90%%) or absolute req/s")
+    g.add_argument("--generator", dest="generators", type=csv_list, default=None,
+                   metavar="wrk,oha,k6",
+                   help="the load generators: each measures the models it runs (wrk the "
+                        "closed loop, oha and k6 both: the closed loop and the open model "
+                        "of --rate), a case each; "
+                        "a model none of them runs gets its default, wrk or oha "
+                        "(default: wrk; README, \"Which generator when\")")
     g.add_argument("--knee-p99", dest="knee_p99_ms", type=float, default=d.knee_p99_ms,
                    metavar="MS", help="the knee of a latency-vs-rate curve is the highest "
                                       "rate whose p99 stays under this (default: %(default)s ms)")

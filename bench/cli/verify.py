@@ -10,7 +10,7 @@ from bench.core.manifest import ServerSpec
 from bench.core.plan import plan
 from bench.core.settings import NO_PROXY, SelectionError, Settings
 from bench.infra.server import ServerError
-from bench.session import FOR_VERIFY, Session, servers_unavailable
+from bench.session import FOR_VERIFY, Session, check_proxies, servers_unavailable
 from bench.storage import results
 from bench.verify import verified_server
 
@@ -19,6 +19,7 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
     from bench.infra.proxy import available_proxies
     found = available_proxies()
     cases = plan(settings, specs, list(found), unavailable=servers_unavailable(specs, hosts))
+    check_proxies(settings, found, hosts)
     proxies = {name: found[name] for name in settings.behind if name != NO_PROXY}
     variants = list(dict.fromkeys(c.variant for c in cases))
     if not variants:
@@ -30,8 +31,8 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
         try:
             endpoints = session.start_databases()
             unbuilt = {sid: built.reason for sid, built in
-                       session.builds({v.server.id: v.server for v in variants}.values(),
-                                      run_dir) if not built.ok}
+                       session.builds([*{v.server.id: v.server for v in variants}.values(),
+                                       *proxies.values()], run_dir) if not built.ok}
             for v in variants:
                 if v.server.id in unbuilt:
                     reports[v.key] = {"passed": False,

@@ -222,7 +222,8 @@ def _exemptions(data: dict, path: Path) -> dict:
     return dict(table)
 
 
-def _toolchain(data: dict, path: Path) -> Toolchain | None:
+def parse_toolchain(data: dict, path: Path) -> Toolchain | None:
+    """[toolchain] of a server's manifest.toml or a proxy's proxy.toml (bench.infra.proxy)."""
     table = data.get("toolchain")
     if table is None:
         return None
@@ -262,12 +263,17 @@ def _scheduler(data: dict, concurrency: str, path: Path) -> str:
     return scheduler
 
 
-def load_manifest(folder: Path) -> ServerSpec:
-    path = folder / "manifest.toml"
+def read_toml(path: Path) -> dict:
+    """A manifest.toml or proxy.toml as a dict; a syntax error is a ManifestError naming it."""
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: {exc}") from exc
+
+
+def load_manifest(folder: Path) -> ServerSpec:
+    path = folder / "manifest.toml"
+    data = read_toml(path)
     server_id = _require(data, "id", str, path)
     if server_id != folder.name:
         raise ManifestError(f"{path}: id {server_id!r} must equal the folder name {folder.name!r}")
@@ -296,7 +302,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         reference=_reference(data, databases, path),
         exemptions=_exemptions(data, path),
         requires=tuple(str(t) for t in data.get("requires", [])),
-        toolchain=_toolchain(data, path),
+        toolchain=parse_toolchain(data, path),
         suite=_suite(data, databases, path),
     )
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from bench.core import server_env, suite
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
-from bench.core.settings import DB_TESTS, NO_DB_TESTS, NO_PROXY, SelectionError, Settings, \
-    validate
+from bench.core.settings import DB_TESTS, DEFAULT_OPEN_MODEL, NO_DB_TESTS, NO_PROXY, \
+    SelectionError, Settings, closed_loop_generators, open_model_generators, rate_base, validate
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,10 @@ class LoadParams:
 
     @property
     def closed_loop(self) -> "LoadParams":
-        """The wrk case whose measured maximum a rate point's share refers to."""
-        return LoadParams(self.connections, self.connection_mode, "wrk", self.proxy)
+        """The closed-loop case whose measured maximum a rate point's share refers to:
+        wrk's for oha, k6's own for k6 (bench.core.settings.rate_base)."""
+        return LoadParams(self.connections, self.connection_mode, rate_base(self.generator),
+                          self.proxy)
 
 
 @dataclass(frozen=True)
@@ -102,15 +104,20 @@ def _orm_wanted(orm: bool, choice: str) -> bool:
 
 
 def load_points(settings: Settings) -> list[LoadParams]:
-    """Every combination of the load modes asked for: the closed-loop (wrk) points, then
-    the open-model (oha) points at each rate."""
-    closed = [LoadParams(level, mode, "wrk", proxy) for proxy in settings.behind
+    """Every combination of the load modes asked for: the closed-loop points of each
+    closed-loop generator (wrk unless --generator says otherwise), then the open-model
+    points of each open-model generator (oha unless ...) at each rate."""
+    shapes = [(level, mode, proxy) for proxy in settings.behind
               for mode in settings.connection_modes for level in settings.levels]
-    return closed + [LoadParams(p.connections, p.connection_mode, OPEN_MODEL_GENERATOR,
-                                p.proxy, rate) for p in closed for rate in settings.rates]
+    closed = [LoadParams(level, mode, g, proxy)
+              for g in closed_loop_generators(settings.generators)
+              for level, mode, proxy in shapes]
+    return closed + [LoadParams(level, mode, g, proxy, rate)
+                     for g in open_model_generators(settings.generators)
+                     for level, mode, proxy in shapes for rate in settings.rates]
 
 
-OPEN_MODEL_GENERATOR = "oha"
+OPEN_MODEL_GENERATOR = DEFAULT_OPEN_MODEL
 
 
 def plan(settings: Settings, specs: dict[str, ServerSpec],

@@ -100,7 +100,38 @@ RUNTIME_THREADS = ("cpus", "workers")
 # the fields that hold several values: tuples, so that a Settings cannot change after
 # parsing (a caller may still give lists; they are frozen on construction)
 SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
-                   "behind", "rates", "servers_dirs", "n_levels", "server_env")
+                   "behind", "rates", "servers_dirs", "n_levels", "server_env",
+                   "generators")
+
+# the load generators and the models each runs (False: the closed loop, True: the open
+# model): bench.load's registry, named here because core imports nothing from load
+# (tests/unit/test_k6.py checks that the two agree)
+GENERATOR_MODELS: dict[str, tuple[bool, ...]] = {"wrk": (False,), "oha": (False, True),
+                                                 "k6": (False, True)}
+DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL = "wrk", "oha"
+
+
+def closed_loop_generators(generators) -> list[str]:
+    """The closed-loop generators among --generator's (wrk when none is)."""
+    return [g for g in generators if False in GENERATOR_MODELS.get(g, ())] \
+        or [DEFAULT_CLOSED_LOOP]
+
+
+def open_model_generators(generators) -> list[str]:
+    """The open-model generators among --generator's (oha when none is)."""
+    return [g for g in generators if True in GENERATOR_MODELS.get(g, ())] \
+        or [DEFAULT_OPEN_MODEL]
+
+
+def rate_base(generator: str) -> str:
+    """The closed-loop generator whose measured maximum a rate share of `generator`
+    refers to: wrk's for oha, the default open model (its shares were wrk's maximum before
+    oha ran the closed loop too, and an oha rate case keeps its id and its meaning; the
+    default `--rate 50%` measures no oha closed loop); itself for another that runs the
+    closed loop too (k6); else wrk."""
+    if generator == DEFAULT_OPEN_MODEL:
+        return DEFAULT_CLOSED_LOOP
+    return generator if False in GENERATOR_MODELS.get(generator, ()) else DEFAULT_CLOSED_LOOP
 
 
 @dataclass(frozen=True)
@@ -144,6 +175,9 @@ class Settings:
     db_cpus: str | None = None
     # open-model points: "50%" of the case's measured maximum req/s, or absolute req/s
     rates: tuple[str, ...] = ()
+    # the load generators (--generator): each runs the models it can (wrk the closed
+    # loop, oha and k6 both); a model none of them runs gets its default
+    generators: tuple[str, ...] = ("wrk",)
     # the knee of a latency-vs-rate curve: the highest rate whose p99 stays under this
     knee_p99_ms: float = 20.0
     # after the measured window: this many seconds of new connections (Connection: close
@@ -247,6 +281,10 @@ class Settings:
         d["connection_levels"] = list(self.levels)
         for side in ("server", "client", "db"):
             d[f"{side}_cpus"] = self.cpus(side)
+        if self.generators == Settings.generators:
+            # the default (wrk, and oha for --rate) records nothing: a run's settings stay
+            # what every run before --generator recorded (each case's key names its own)
+            del d["generators"]
         return d
 
 
@@ -322,6 +360,22 @@ def check_names(kind: str, given: list[str], valid: list[str]) -> None:
                              f"valid: {', '.join(valid)}")
 
 
+def validate_generators(s: Settings) -> None:
+    check_names("--generator", s.generators, sorted(GENERATOR_MODELS))
+    if not s.generators:
+        raise SelectionError("--generator names no load generator")
+    if not s.rates:
+        return
+    closed = closed_loop_generators(s.generators)
+    shares = [r for r in s.rates if str(r).endswith("%")]
+    for g in open_model_generators(s.generators):
+        if shares and rate_base(g) not in closed:
+            raise SelectionError(
+                f"--rate {shares[0]} is a share of the maximum {rate_base(g)} measures, but "
+                f"--generator {','.join(s.generators)} runs no {rate_base(g)}: add it, or "
+                f"give the rates in req/s")
+
+
 def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ()) -> None:
     """Every setting checked before any long work starts; the error names the flag."""
     s = settings
@@ -329,13 +383,15 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
     check_names("connection mode", s.connection_modes, list(CONNECTION_MODES))
     check_names("--behind proxy", s.behind, [NO_PROXY, *sorted(proxies)])
     for flag, values in (("connections", s.levels), ("connection-mode", s.connection_modes),
-                         ("behind", s.behind), ("rate", s.rates)):
+                         ("behind", s.behind), ("rate", s.rates),
+                         ("generator", s.generators)):
         if len(set(values)) != len(values):
             raise SelectionError(f"--{flag} lists a value twice: {','.join(map(str, values))}")
     if any(level <= 0 for level in s.levels):
         raise SelectionError(f"--connections must be positive, got {','.join(map(str, s.levels))}")
     for rate in s.rates:
         parse_rate(rate)
+    validate_generators(s)
     if not s.knee_p99_ms > 0:
         raise SelectionError(f"--knee-p99 must be positive (ms), got {s.knee_p99_ms:g}")
     validate_cpus(s)

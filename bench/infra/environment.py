@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import re
 import tomllib
@@ -80,9 +81,17 @@ def environment() -> dict:
     # "diff_sha": the short form --resume compared before diff_sha256 was recorded, kept
     # so that a run stored before can still be resumed
     git["diff_sha"] = git["diff_sha256"][:16] if git["diff_sha256"] else None
-    return {**machine(), "tools": tools(), "git": git,
+    return {**machine(), "tools": tools(), "git": git, **build_env(),
             # kept at the top level too: schema 1 readers and the tables' header use them
             "python": platform.python_version(), "git_commit": git["commit"]}
+
+
+def build_env() -> dict:
+    """Build settings given through the environment rather than the servers' files
+    (`make test` sets CARGO_PROFILE_RELEASE_*: see the Makefile), so a run built with
+    them says so; {} when none is set."""
+    found = {k: v for k, v in sorted(os.environ.items()) if k.startswith("CARGO_PROFILE_")}
+    return {"build_env": found} if found else {}
 
 
 # ------------------------------------------------------------------ server versions

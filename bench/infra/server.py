@@ -12,6 +12,7 @@ from bench.core import manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra.db import Endpoint
+from bench.infra.environment import build_env
 from bench.infra.host import LOCAL
 from bench.infra.process_group import ProcessGroup
 from bench.infra.seam import Host, HttpUnanswered, ProcessRef
@@ -87,21 +88,35 @@ def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path,
     if not spec.build:
         return 0.0
     values = template_values(spec, settings, "none", host)
+    return run_build(spec.id, [manifest.expand(a, values) for a in spec.build],
+                     spec.dir, values["cache_dir"], log_path, host)
+
+
+def run_build(name: str, argv: list[str], folder: Path, cache_dir: str, log_path: Path,
+              host: Host = LOCAL) -> float:
+    """A build command (expanded already) run once in `folder` on `host`, its output
+    appended to `log_path`; seconds taken. ServerError when it cannot run, fails or
+    times out. Servers' manifests and proxies' proxy.toml (bench.infra.proxy) both build
+    through it."""
     if not host.remote:
-        Path(values["cache_dir"]).mkdir(parents=True, exist_ok=True)
-    argv = [manifest.expand(a, values) for a in spec.build]
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    # a build on another machine gets the harness's build settings given through the
+    # environment (make test's CARGO_PROFILE_RELEASE_*), which SSH does not carry: the
+    # run records them once (environment.build_env) for every host it builds on
+    env = {**host.base_environment(), **build_env().get("build_env", {})} \
+        if host.remote else None
     try:
-        done = host.run(argv, cwd=host.project_path(spec.dir), timeout=BUILD_TIMEOUT_S,
-                        stop_signal=signal.SIGTERM)
+        done = host.run(argv, cwd=host.project_path(folder), timeout=BUILD_TIMEOUT_S,
+                        stop_signal=signal.SIGTERM, env=env)
     except FileNotFoundError as exc:
-        raise ServerError(f"build of {spec.id} failed: {exc.filename} is not installed "
+        raise ServerError(f"build of {name} failed: {exc.filename} is not installed "
                           f"(`make setup` installs the toolchains)") from exc
     with open(log_path, "a") as log:
         log.write(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}")
     if done.timed_out:
-        raise ServerError(f"build of {spec.id} did not finish within {BUILD_TIMEOUT_S} s", log_path)
+        raise ServerError(f"build of {name} did not finish within {BUILD_TIMEOUT_S} s", log_path)
     if done.returncode != 0:
-        raise ServerError(f"build of {spec.id} failed (exit {done.returncode})", log_path)
+        raise ServerError(f"build of {name} failed (exit {done.returncode})", log_path)
     return done.wall_s
 
 

@@ -76,7 +76,8 @@ class LoadResult:
 
 class Generator(Protocol):
     """A load generator behind the seam. `open_model`: whether it runs `rate` requests
-    (the open model) or the closed loop."""
+    (the open model) or the closed loop; a generator that runs both (k6) also has
+    `models = frozenset({False, True})` (bench.load.runs reads it)."""
     name: str
     open_model: bool
 

@@ -15,7 +15,8 @@ from bench.report.tables import Row, Table, slug
 
 @dataclass
 class SweepSeries:
-    """One test's req/s and p99 against connections, at one n, mode and proxy."""
+    """One test's req/s and p99 against connections, at one n, mode, proxy and load
+    generator."""
     test: str
     title: str
     connections: list[int]                                # every level measured, ascending
@@ -34,19 +35,23 @@ SWEEP_EXPLAINED = ("Each cell: median req/s / p99 of one variant at one connecti
 
 def _title(table: Table) -> str:
     load = table.load
+    generator = load.get("generator", "wrk")
     extra = [load["connection_mode"]] + ([f"behind {load['proxy']}"]
-                                         if load["proxy"] != "none" else [])
+                                         if load["proxy"] != "none" else []) \
+        + ([generator] if generator != "wrk" else [])
     name = table.test if table.n is None else f"{table.test} n={table.n}"
     return f"{name}: req/s and p99 against connections ({', '.join(extra)})"
 
 
 def sweep_series(tables: list[Table]) -> list[SweepSeries]:
-    """A series per test, n, connection mode and proxy measured at two or more connection
-    levels, in the tables' order; variants with no ok row are left out."""
+    """A series per test, n, connection mode, proxy and load generator measured at two or
+    more connection levels, in the tables' order (the same case closed with wrk, oha and
+    k6 is three points of one level, not a sweep); variants with no ok row are left out."""
     out: dict[tuple, SweepSeries] = {}
     for table in tables:
         load = table.load
-        key = (table.test, table.n, load["connection_mode"], load["proxy"])
+        key = (table.test, table.n, load["connection_mode"], load["proxy"],
+               load.get("generator", "wrk"))
         series = out.setdefault(key, SweepSeries(table.test, _title(table), []))
         series.connections.append(load["connections"])
         for row in table.rows:

@@ -15,7 +15,8 @@ from bench.analysis.knee import RatePoint, knee
 from bench.analysis.statistics import Spread
 from bench.core import suite
 from bench.core.conformance import cell as conformance_cell, failed_checks
-from bench.core.settings import ALL_TESTS, NO_DB_TESTS, format_cpu_list
+from bench.core.settings import ALL_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
+    NO_DB_TESTS, format_cpu_list
 
 CONTRACT_COLUMNS = ["test_name", "webserver_name", "database", "orm", "req/sec",
                     "latency_p50", "latency_p75", "latency_p90", "latency_p99"]
@@ -91,8 +92,9 @@ def level(case: dict) -> int | None:
 
 
 def _group_key(case: dict) -> tuple:
-    """What makes a table: test, n, then the load parameters."""
-    return case["test"], level(case), *load_params(case)
+    """What makes a table: test, n, then the load parameters and the load generator (the
+    same case measured with wrk and with k6 is two tables, each with its own ceiling)."""
+    return case["test"], level(case), *load_params(case), case["key"].get("generator", "wrk")
 
 
 def _is_open_model(case: dict) -> bool:
@@ -104,9 +106,15 @@ def slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
 
 
-def describe_load(connections: int, mode: str, proxy: str) -> str:
+def describe_load(connections: int, mode: str, proxy: str, generator: str | None = None,
+                  open_model: bool = False) -> str:
+    """The load parameters as a table's title says them; the generator only when it is not
+    its model's default (wrk for the closed loop, oha for the open model), so a closed
+    loop measured with oha or k6 is told from wrk's."""
     text = f"{connections} connections, {mode}"
-    return text + (f", behind {proxy}" if proxy != "none" else "")
+    text += f", behind {proxy}" if proxy != "none" else ""
+    default = DEFAULT_OPEN_MODEL if open_model else DEFAULT_CLOSED_LOOP
+    return text + (f", {generator}" if generator not in (None, default) else "")
 
 
 def _row(case: dict, reference: bool = False) -> Row:
@@ -138,8 +146,9 @@ def conformance_of(doc: dict, case: dict, proxy: str) -> dict | None:
 def _table_order(item) -> tuple:
     """The tests in ALL_TESTS' order (the contract's four, then the suite), n ascending,
     then connections, mode, and direct before a proxy."""
-    (test, n, connections, mode, proxy), _ = item
-    return ALL_TESTS.index(test), n or 0, connections, mode, proxy != "none", proxy
+    (test, n, connections, mode, proxy, generator), _ = item
+    return (ALL_TESTS.index(test), n or 0, connections, mode, proxy != "none", proxy,
+            generator != "wrk", generator)
 
 
 def is_reference(doc: dict, server: str) -> bool:
@@ -161,19 +170,20 @@ def build_tables(doc: dict) -> list[Table]:
     points = {k[2:] for k in groups}
     ceilings = _ceilings(doc, groups)
     tables = []
-    for (test, n, connections, mode, proxy), cases in sorted(groups.items(), key=_table_order):
+    for (test, n, connections, mode, proxy, generator), cases in sorted(groups.items(),
+                                                                        key=_table_order):
         title = suite.title(test, n)
         if len(points) > 1:
-            title += f" ({describe_load(connections, mode, proxy)})"
+            title += f" ({describe_load(connections, mode, proxy, generator)})"
         table = Table(test, title, {"connections": connections, "connection_mode": mode,
-                                    "generator": "wrk", "proxy": proxy}, n=n)
+                                    "generator": generator, "proxy": proxy}, n=n)
         rows = [(_row(c, is_reference(doc, c["server"])), c) for c in cases]
         ranked = sorted((rc for rc in rows if rc[0].ranked), key=lambda rc: -rc[0].rps.median)
         others = [rc for rc in rows if not rc[0].ranked]
         for row, tie in zip([r for r, _ in ranked], statistics.ties([r.rps for r, _ in ranked])):
             row.tie = tie
             row.relative = row.rps.median / ranked[0][0].rps.median
-        ceiling = ceilings.get((test, n, connections, mode))
+        ceiling = ceilings.get((test, n, connections, mode, generator))
         if ceiling is not None:
             table.ceiling, table.ceiling_client_bound = ceiling.server, ceiling.client_bound
             for row, _ in ranked:
@@ -196,15 +206,16 @@ def build_tables(doc: dict) -> list[Table]:
 
 
 def _ceilings(doc: dict, groups: dict[tuple, list[dict]]) -> dict[tuple, Row]:
-    """(test, n, connections, mode) -> the best measured reference row, measured directly."""
+    """(test, n, connections, mode, generator) -> the best measured reference row,
+    measured directly with the same load generator."""
     out: dict[tuple, Row] = {}
-    for (test, n, connections, mode, proxy), cases in groups.items():
+    for (test, n, connections, mode, proxy, generator), cases in groups.items():
         if proxy != "none":
             continue
         refs = [r for r in (_row(c, True) for c in cases if is_reference(doc, c["server"]))
                 if r.ranked]
         if refs:
-            out[(test, n, connections, mode)] = max(refs, key=lambda r: r.rps.median)
+            out[(test, n, connections, mode, generator)] = max(refs, key=lambda r: r.rps.median)
     return out
 
 
@@ -290,11 +301,13 @@ def build_rate_tables(doc: dict) -> list[RateTable]:
         if case["status"] != "pending" and _is_open_model(case):
             groups.setdefault(_group_key(case), []).append(case)
     tables = []
-    for (test, n, connections, mode, proxy), cases in sorted(groups.items(), key=_table_order):
+    for (test, n, connections, mode, proxy, generator), cases in sorted(groups.items(),
+                                                                        key=_table_order):
         table = RateTable(test, f"{suite.title(test, n)}: latency at fixed request rates "
-                                f"({describe_load(connections, mode, proxy)}, open model)",
+                                f"({describe_load(connections, mode, proxy, generator, True)}, "
+                                f"open model)",
                           {"connections": connections, "connection_mode": mode,
-                           "generator": cases[0]["key"]["generator"], "proxy": proxy}, bound,
+                           "generator": generator, "proxy": proxy}, bound,
                           n=n)
         curves: dict[str, list[RateRow]] = {}
         for case in cases:

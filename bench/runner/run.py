@@ -14,7 +14,8 @@ from typing import Callable
 
 from bench.analysis import judge, statistics
 from bench.core.plan import Case, Sample, databases_needed, schedule
-from bench.core.settings import NO_PROXY, parse_rate
+from bench.core.settings import NO_PROXY, closed_loop_generators, open_model_generators, \
+    parse_rate
 from bench.infra import databases, db, environment
 from bench.infra import state as run_state
 from bench.infra import topology
@@ -23,7 +24,7 @@ from bench.infra.quiet import MachineWatch, noise_verdict
 from bench.infra.server import ServerError, log_tail
 from bench.infra.settle import settle
 from bench.infra.signals import shielded, sigterm_as_interrupt
-from bench.load import DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, LoadError
+from bench.load import LoadError
 from bench.load import generator as load_generator
 from bench.report import console
 from bench.report.progress import Display
@@ -97,6 +98,7 @@ class Run:
         self.stored: dict = {}         # the document as last saved (what readers read)
         self.endpoints: dict[str, db.Endpoint] = {}
         self.build_errors: dict[str, str] = {}
+        self.proxy_build_errors: dict[str, str] = {}     # proxy name -> why, for --behind
         self.proxies = {}              # name -> ProxySpec, for --behind
         wanted = [name for name in settings.behind if name != NO_PROXY]
         if wanted:
@@ -129,7 +131,9 @@ class Run:
         connections the closed-loop generator really opens; the first level also at the
         top, as before sweeps."""
         plan, placement = self.context.load, self.context.placement
-        closed = load_generator(DEFAULT_CLOSED_LOOP)
+        # the first closed-loop and open-model generators of --generator (the record's
+        # one generator per model; each sample stores the one that ran it)
+        closed = load_generator(closed_loop_generators(plan.generators)[0])
         levels = [LoadLevel(connections=closed.open_connections(c, plan.threads_for(c)),
                             threads=plan.threads_for(c), connections_requested=c)
                   for c in plan.levels]
@@ -141,7 +145,7 @@ class Run:
             placement=Placement(server=placement.cpus("server"),
                                 client=placement.cpus("client"), db=placement.cpus("db")))
         if plan.rates:
-            open_model = load_generator(DEFAULT_OPEN_MODEL)
+            open_model = load_generator(open_model_generators(plan.generators)[0])
             record.open_model = OpenModel(generator=open_model.name,
                                           version=open_model.version(self.client_host),
                                           rates=list(plan.rates), knee_p99_ms=plan.knee_p99_ms)
@@ -182,6 +186,7 @@ class Run:
                 if engines:
                     self._provision(engines)
                 self._build_all({s.case.variant.server.label: s.case.variant.server for s in todo})
+                self._build_proxies({s.case.load.proxy for s in todo})
                 watch, last_round = MachineWatch(self.server_host), None
                 for n, sample in enumerate(todo, 1):
                     record = self._record(sample)
@@ -252,6 +257,17 @@ class Run:
                 self.build_errors[server_id] = built.reason
             self.save()
 
+    def _build_proxies(self, names: set[str]) -> None:
+        """The --behind proxies built from source (a `build` in proxy.toml) that this run's
+        samples put in front, as servers are built: recorded under "builds" as
+        behind-<name>; a failed build fails the samples behind that proxy."""
+        specs = [self.proxies[n] for n in sorted(names) if n in self.proxies]
+        for label, built in self.session.builds(specs, self.logs, self.display):
+            self.doc.builds[label] = built.record
+            if not built.ok:
+                self.proxy_build_errors[label.removeprefix("behind-")] = built.reason
+            self.save()
+
     def _machine_state(self, watch: MachineWatch, rnd: int, first: bool) -> None:
         """The server host's state into the environment block, with the foreign load
         since the reading before (bench.infra.quiet)."""
@@ -283,6 +299,10 @@ class Run:
         record.begin(results.now_iso())
         if v.server.label in self.build_errors:
             record.mark_failed(self.build_errors[v.server.label])
+            return
+        if case.load.proxy in self.proxy_build_errors:
+            record.mark_failed(f"the {case.load.proxy} proxy did not build: "
+                               f"{self.proxy_build_errors[case.load.proxy]}")
             return
         known = self.doc.verification.get(v.key)
         if known is not None and not known["passed"]:

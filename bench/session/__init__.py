@@ -5,8 +5,9 @@ hosts, checks them (bench.session.preflight, which needs the load generators' in
 hints), starts the databases and builds the servers on them."""
 from bench.session.preflight import FOR_BUILD, FOR_RUN, FOR_SERVE, FOR_VERIFY, Needs, \
     PreflightError
-from bench.session.session import BuildOutcome, Console, Session, server_address, \
-    servers_unavailable
+from bench.session.session import BuildOutcome, Console, Session, check_proxies, \
+    proxies_unavailable, server_address, servers_unavailable
 
 __all__ = ["BuildOutcome", "Console", "FOR_BUILD", "FOR_RUN", "FOR_SERVE", "FOR_VERIFY",
-           "Needs", "PreflightError", "Session", "server_address", "servers_unavailable"]
+           "Needs", "PreflightError", "Session", "check_proxies", "proxies_unavailable",
+           "server_address", "servers_unavailable"]

@@ -19,7 +19,7 @@ from bench.infra.environment import git_state
 from bench.infra.host import LOCAL
 from bench.infra.hosts import Hosts
 from bench.infra.proxy import available_proxies
-from bench.load import oha, wrk
+from bench.load import LoadError, k6, oha, wrk
 from bench.paths import REPO
 
 INSTALL = "`make setup` installs it"
@@ -28,7 +28,7 @@ INSTALL = "`make setup` installs it"
 @dataclass(frozen=True)
 class Needs:
     """What a command uses, so what its preflight checks."""
-    load_generator: bool      # wrk (and oha for --rate) on the client's host
+    load_generator: bool      # wrk (the warm-up's), and each case's generator, on the client's host
     listens: bool             # servers and local databases take their ports
     writes_results: bool      # a folder under --results-dir
 
@@ -53,8 +53,13 @@ def tools_needed(context: RunContext, cases: list[Case],
     need = {}
     if needs.load_generator:
         need["wrk"] = "the load generator"
-        if any(c.load.rate is not None for c in cases):
+        oha_cases = [c for c in cases if c.load.generator == "oha"]
+        if any(c.load.rate is not None for c in oha_cases):
             need["oha"] = "--rate (latency at fixed request rates)"
+        elif oha_cases:
+            need["oha"] = "--generator oha (the closed loop)"
+        if any(c.load.generator == "k6" for c in cases):
+            need["k6"] = "--generator k6"
     if context.placement.pinned:
         need["taskset"] = "CPU placement (--server-cpus, --client-cpus, --db-cpus)"
     for spec in {c.variant.server.id: c.variant.server for c in cases}.values():
@@ -184,7 +189,15 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
     client, server = hosts.for_role("client"), hosts.for_role("server")
     for tool, why in tools_needed(context, cases, needs).items():
         # the load generators run on the client's host, everything else on the server's
-        host = client if tool in ("wrk", "oha") else server
+        host = client if tool in ("wrk", "oha", "k6") else server
+        if tool == "k6":
+            # in the harness's tool folder (scripts/install_k6.sh), and new enough
+            try:
+                k6.require_k6(host)
+            except LoadError as exc:
+                where = f" on {host.name}" if host is not LOCAL else ""
+                found.append(f"{exc}{where} (needed for {why})")
+            continue
         if not host.which(tool):
             where = f" on {host.name}" if host is not LOCAL else ""
             found.append(f"{hints.get(tool, f'{tool} is not installed (or not on PATH): {INSTALL}')}"

@@ -26,9 +26,10 @@ from typing import Iterable, Iterator, Protocol, Sequence
 from bench.core.context import RunContext
 from bench.core.manifest import ServerSpec
 from bench.core.plan import Case, databases_needed
-from bench.core.settings import Settings
+from bench.core.settings import NO_PROXY, Settings
 from bench.infra import databases, db
 from bench.infra.hosts import Hosts
+from bench.infra.proxy import ProxySpec, build_proxy
 from bench.infra.server import ServerError, build
 from bench.infra.signals import shielded, sigterm_as_interrupt
 from bench.session import preflight
@@ -78,6 +79,23 @@ def servers_unavailable(specs: dict[str, ServerSpec],
     `requires` check stand for it."""
     remote = hosts is not None and hosts.is_remote("server")
     return {} if remote else toolchains.unavailable(specs)
+
+
+def proxies_unavailable(proxies: dict[str, ProxySpec],
+                        hosts: Hosts | None = None) -> dict[str, str]:
+    """Proxy name -> why this machine cannot build or run it ([toolchain], requires), as
+    for servers; a proxy on another machine: its own `make setup` stands for it."""
+    remote = hosts is not None and hosts.is_remote("server")
+    return {} if remote else toolchains.unavailable(proxies)
+
+
+def check_proxies(settings: Settings, proxies: dict[str, ProxySpec],
+                  hosts: Hosts | None = None) -> None:
+    """Naming an unavailable proxy in --behind is refused with why (SelectionError), as
+    naming an unavailable server is."""
+    from bench.core.plan import check_available
+    check_available([p for p in settings.behind if p != NO_PROXY and p in proxies],
+                    proxies_unavailable(proxies, hosts))
 
 
 def server_address(settings: Settings, hosts: Hosts) -> str:
@@ -212,12 +230,13 @@ class Session:
                 self.host("database").pin(pid, cpus)
 
     # ------------------------------------------------------------------ builds
-    def builds(self, specs: Iterable[ServerSpec], log_dir: Path,
+    def builds(self, specs: Iterable[ServerSpec | ProxySpec], log_dir: Path,
                display: Speaker | None = None) -> Iterator[tuple[str, BuildOutcome]]:
-        """Build each server that has a build step, on the server's host, once per session
-        (a second call gives the first build's record); yields (server id, record) as
+        """Build each server (or --behind proxy, bench.infra.proxy) that has a build step,
+        on the server's host, once per session (a second call gives the first build's
+        record); yields (its label: a server's id, behind-<name> for a proxy; record) as
         each finishes, so a caller can record it at once. A failed build is a record, not
-        an exception: the other servers still build."""
+        an exception: the others still build."""
         say = display or self.display
         for spec in specs:
             if not spec.build:
@@ -233,9 +252,12 @@ class Session:
                     say.error(built.record.error)
             yield spec.label, self._built[spec.label]
 
-    def _build(self, spec: ServerSpec, log: Path) -> BuildOutcome:
+    def _build(self, spec: ServerSpec | ProxySpec, log: Path) -> BuildOutcome:
         try:
-            seconds = build(spec, self.launch, log, host=self.host("server"))
+            if isinstance(spec, ProxySpec):
+                seconds = build_proxy(spec, log, host=self.host("server"))
+            else:
+                seconds = build(spec, self.launch, log, host=self.host("server"))
         except ServerError as exc:
             return BuildOutcome(BuildRecord.failed(str(exc)), reason=exc.reason)
         return BuildOutcome(BuildRecord.succeeded(seconds))

@@ -1,6 +1,6 @@
 """`run_bench.py doctor` (and `make doctor`): every tool and toolchain the project uses,
-the version found, the minimum and why, OK / missing / too old; which servers this
-machine can build and run; and what `make setup` would install. It installs nothing,
+the version found, the minimum and why, OK / missing / too old; which servers and
+--behind proxies this machine can build and run; and what `make setup` would install. It installs nothing,
 and it runs before the virtualenv exists (standard library only).
 
 Exit status: 0 when every tool is OK and every server available, 1 when something is
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.core import manifest
+from bench.core import manifest, proxyspec
 from bench.setup import packages, plan, probe, toolchains
 
 OK, MISSING, TOO_OLD = "OK", "missing", "too old"
@@ -66,9 +66,10 @@ def what_setup_would_do(states, setup_plan: plan.SetupPlan) -> list[str]:
     if setup_plan.install:
         lines.append(f"apt-get install {' '.join(setup_plan.install)}")
     for row, state in states:
-        if state != OK and row.source == "cargo":
-            lines.append(f"build {row.tool} with cargo install ({', '.join(row.packages)}, "
-                         f"scripts/install_oha.sh)")
+        if state != OK and row.source in packages.BUILT_SOURCES:
+            how = "cargo install" if row.source == "cargo" else "go install"
+            lines.append(f"build {row.tool} with {how} ({', '.join(row.packages)}, "
+                         f"{packages.BUILT_SOURCES[row.source]})")
     return lines
 
 
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None, find=probe.find) -> int:
     purposes = tuple(args.purposes.split(","))
     try:
         rows, specs = packages.load(), manifest.discover()
+        proxies = proxyspec.available_proxies()
     except (packages.PackagesError, manifest.ManifestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -93,6 +95,9 @@ def main(argv: list[str] | None = None, find=probe.find) -> int:
     unavailable = toolchains.unavailable(specs, cached)
     print("\nServers (each manifest's [toolchain] and requires):\n")
     print(table(server_rows(specs, unavailable), ["server", "needs", "status", "why not"]))
+    proxies_out = toolchains.unavailable(proxies, cached)
+    print("\nProxies for --behind (each proxy.toml's [toolchain] and requires):\n")
+    print(table(server_rows(proxies, proxies_out), ["proxy", "needs", "status", "why not"]))
     setup_plan = plan.make_plan(purposes, rows, specs, find=cached)
     actions = what_setup_would_do(states, setup_plan)
     print("\nWhat `make setup` would do:" if actions else
@@ -103,9 +108,10 @@ def main(argv: list[str] | None = None, find=probe.find) -> int:
     for note in setup_plan.notes:
         print(f"  cannot: {note}")
     bad = [row.tool for row, state in states if state != OK and row.needed_for(purposes)]
-    if bad or unavailable:
+    if bad or unavailable or proxies_out:
         print(f"\nnot OK: {', '.join(bad) or 'no tool'}"
-              + (f"; servers unavailable: {', '.join(unavailable)}" if unavailable else ""))
+              + (f"; servers unavailable: {', '.join(unavailable)}" if unavailable else "")
+              + (f"; proxies unavailable: {', '.join(proxies_out)}" if proxies_out else ""))
         return 1
     print("\nall OK")
     return 0

@@ -12,7 +12,9 @@ from bench.paths import REPO
 
 PACKAGES_FILE = REPO / "setup" / "packages.txt"
 PURPOSES = ("run", "tests", "toolchain")
-SOURCES = ("apt", "cargo", "apt-if-new-enough", "bring")
+SOURCES = ("apt", "cargo", "go", "apt-if-new-enough", "bring")
+# built by their own install scripts (a pinned crate / Go module), never by apt
+BUILT_SOURCES = {"cargo": "scripts/install_oha.sh", "go": "scripts/install_k6.sh"}
 # the minimum of a toolchain is each server's own ([toolchain] in its manifest)
 PER_MANIFEST = "manifests"
 
@@ -25,7 +27,7 @@ class PackagesError(ValueError):
 class Requirement:
     tool: str                     # a command, lib:NAME, python:venv|Python.h or file:PATH
     purpose: str                  # run | tests | toolchain
-    source: str                   # apt | cargo | apt-if-new-enough | bring
+    source: str                   # apt | cargo | go | apt-if-new-enough | bring
     packages: tuple[str, ...]     # alternatives, the first one the distribution has wins
     minimum: str | None           # None: any version; PER_MANIFEST: the servers say
     why: str

@@ -78,7 +78,7 @@ def make_plan(purposes: tuple[str, ...], rows: list[packages.Requirement], specs
     candidate = candidate or apt_candidate
     plan = SetupPlan()
     for row in rows:
-        if not row.needed_for(purposes) or row.source == "cargo":
+        if not row.needed_for(purposes) or row.source in packages.BUILT_SOURCES:
             continue
         found = find(row.tool)
         if row.source == "apt":

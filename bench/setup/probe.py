@@ -23,7 +23,10 @@ SYSTEM_DIRS = ("/usr/sbin", "/sbin", "/usr/local/sbin")
 VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 # the argv that makes each tool say its version; the default is `<tool> --version`
 VERSION_ARGS = {"wrk": ["-v"], "nginx": ["-v"], "sshd": ["-V"], "ip": ["-V"],
-                "go": ["version"], "haproxy": ["-v"], "caddy": ["version"]}
+                "go": ["version"], "haproxy": ["-v"], "caddy": ["version"], "k6": ["version"]}
+# tools the set-up builds into the harness's own tool folder (scripts/install_k6.sh's
+# GOBIN), looked for there before PATH: the one the harness runs (bench/load/k6.py)
+TOOL_DIR_TOOLS = ("k6",)
 PROBE_TIMEOUT_S = 10
 
 
@@ -61,7 +64,14 @@ def postgres_bindir() -> str | None:
     return str(Path(found).parent) if found else None
 
 
+def tool_dir() -> Path:
+    from bench.paths import CACHE_DIR
+    return CACHE_DIR / "bin"
+
+
 def which(command: str) -> str | None:
+    if command in TOOL_DIR_TOOLS and os.access(tool_dir() / command, os.X_OK):
+        return str(tool_dir() / command)
     if command == "postgres":
         folder = postgres_bindir()
         return f"{folder}/postgres" if folder else None

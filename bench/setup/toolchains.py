@@ -1,5 +1,6 @@
 """Each server's declared toolchain ([toolchain] in its manifest) and required programs
-(`requires`), checked against this machine: a server is available, or unavailable with
+(`requires`), checked against this machine (a --behind proxy's proxy.toml declares both
+the same way, bench.core.proxyspec, and is checked by the same code): a server is available, or unavailable with
 one line saying why and what to do. A run of "all servers" leaves unavailable ones out
 and says so; naming one is refused (exit 2) with the reason. So a missing or too-old
 toolchain never shows up as a failed build in the middle of a run.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from bench.core.manifest import ServerSpec
+from bench.core.proxyspec import ProxySpec
 from bench.setup import probe
 
 # what a user does about a missing toolchain: see the README's "Prerequisites"
@@ -24,7 +26,7 @@ HOW_TO_GET = {
 Finder = Callable[[str], probe.Found]
 
 
-def toolchain_problem(spec: ServerSpec, find: Finder = probe.find) -> str | None:
+def toolchain_problem(spec: ServerSpec | ProxySpec, find: Finder = probe.find) -> str | None:
     """Why the server's toolchain rules it out on this machine, or None."""
     chain = spec.toolchain
     if chain is None:
@@ -44,7 +46,7 @@ def toolchain_problem(spec: ServerSpec, find: Finder = probe.find) -> str | None
     return f"{older} is too old{fetch}: {need}; {hint}"
 
 
-def requires_problem(spec: ServerSpec, find: Finder = probe.find) -> str | None:
+def requires_problem(spec: ServerSpec | ProxySpec, find: Finder = probe.find) -> str | None:
     missing = [tool for tool in spec.requires if not find(tool).present]
     if not missing:
         return None
@@ -52,7 +54,7 @@ def requires_problem(spec: ServerSpec, find: Finder = probe.find) -> str | None:
     return f"{', '.join(missing)} not installed (not on PATH), which {spec.id} needs; {hints}"
 
 
-def unavailable(specs: dict[str, ServerSpec], find: Finder = probe.find) -> dict[str, str]:
+def unavailable(specs: dict[str, ServerSpec] | dict[str, ProxySpec], find: Finder = probe.find) -> dict[str, str]:
     """id -> why, for every server this machine cannot build or run. One probe per tool."""
     cached = probe.memoized(find)
     out = {}

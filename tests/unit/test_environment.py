@@ -29,3 +29,29 @@ def test_machine_id_is_stable_and_can_be_named(monkeypatch):
     assert environment.fingerprint({**env, "cpu_count": 4}) != first
     monkeypatch.setenv("BENCH_MACHINE_ID", "ci-runner-class")
     assert environment.fingerprint(env) == "ci-runner-class"
+
+
+def test_build_settings_from_the_environment_are_recorded_only_when_set(monkeypatch):
+    import os
+    for name in [k for k in os.environ if k.startswith("CARGO_PROFILE_")]:
+        monkeypatch.delenv(name)
+    assert environment.build_env() == {}
+    monkeypatch.setenv("CARGO_PROFILE_RELEASE_LTO", "off")
+    monkeypatch.setenv("CARGO_TARGET_DIR", "/elsewhere")        # not a profile setting
+    assert environment.build_env() == {"build_env": {"CARGO_PROFILE_RELEASE_LTO": "off"}}
+
+
+def test_a_build_on_another_machine_gets_the_build_settings_ssh_does_not_carry(monkeypatch,
+                                                                               tmp_path):
+    from bench.infra.fake import FakeHost
+    from bench.infra.server import run_build
+    monkeypatch.setenv("CARGO_PROFILE_RELEASE_LTO", "off")
+    remote, local_like = FakeHost("server", remote=True), FakeHost("here")
+    for host in (remote, local_like):
+        run_build("x", ["cargo", "build"], tmp_path, str(tmp_path / "cache"),
+                  tmp_path / "build.log", host=host)
+    [built] = remote._procs.values()
+    assert built.env["CARGO_PROFILE_RELEASE_LTO"] == "off"
+    assert built.env["HOME"] == "/home/fake"          # the host's own environment kept
+    [inherits] = local_like._procs.values()
+    assert not inherits.env                              # this machine: inherited as it is

@@ -52,7 +52,7 @@ class RecordingHost:
     def cache_dir(self):
         return "/cache"
 
-    def run(self, argv, cwd=None, timeout=None, stop_signal=None):
+    def run(self, argv, cwd=None, timeout=None, stop_signal=None, env=None):
         if argv[0] == "git":    # its checkout is this one (project_path): pinned to it
             return LOCAL.run(argv, timeout=timeout)
         self.commands.append(list(argv))

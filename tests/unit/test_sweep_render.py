@@ -59,3 +59,23 @@ def test_tables_md_links_the_verification_report_or_says_the_run_was_unverified(
     assert 'href="verification.txt"' in html.render(doc, tables.build_tables(doc), tmp_path)
     doc["verification"], doc["settings"]["verify"] = {}, False
     assert "Not verified (--no-verify)" in formats.to_markdown(tables.build_tables(doc), doc)
+
+
+def test_one_level_closed_with_wrk_oha_and_k6_is_no_sweep_and_each_table_names_its_own():
+    """--generator wrk,oha,k6 at one connection level: three tables of one case, not a
+    series against connections (a sweep per generator only with several levels)."""
+    from bench.core.plan import LoadParams
+    doc = run_doc([case_doc("nginx", "none", False, "plain", rps=(r,),
+                            load=LoadParams(64, generator=g))
+                   for g, r in (("wrk", 90000), ("oha", 60000), ("k6", 4000))])
+    built = tables.build_tables(doc)
+    assert [t.title for t in built] == ["plain (64 connections, keep-alive)",
+                                        "plain (64 connections, keep-alive, k6)",
+                                        "plain (64 connections, keep-alive, oha)"]
+    assert sweep.sweep_series(built) == []
+    swept = run_doc([case_doc("nginx", "none", False, "plain", rps=(r,),
+                              load=LoadParams(c, generator=g))
+                     for g, r in (("wrk", 90000), ("oha", 60000)) for c in (16, 64)])
+    titles = [s.title for s in sweep.sweep_series(tables.build_tables(swept))]
+    assert titles == ["plain: req/s and p99 against connections (keep-alive)",
+                      "plain: req/s and p99 against connections (keep-alive, oha)"]
