@@ -180,6 +180,17 @@ def rate_problem(summary: dict) -> str | None:
             f"keep up; see not_sent)")
 
 
+def iterations_problem(summary: dict) -> str | None:
+    """A sample asked for N requests (k6's --iterations) that hit its --duration cap first
+    is not the measurement asked for."""
+    iterations = summary.get("iterations") or {}
+    asked, completed = iterations.get("asked"), iterations.get("completed")
+    if not asked or completed is None or completed >= asked:
+        return None
+    return (f"asked for {asked:,} iterations but {completed:,} completed within the "
+            f"--duration cap: raise --duration, or ask for fewer")
+
+
 # memory that grows by more than this share and this much over one window keeps growing
 MEMORY_GROWTH = 0.20
 MEMORY_GROWTH_MB = 10.0
@@ -260,7 +271,7 @@ def judge_sample(sample: dict, threshold: float) -> Verdict:
     process = sample.get("server_process") or {}
     over_budget, uneven = budget_problem(process), spread_warning(process)
     for problem in (over_budget, close_problem(sample), rate_problem(sample["summary"]),
-                    burst_problem(sample, threshold), workers_replaced(process)):
+                    iterations_problem(sample["summary"]), burst_problem(sample, threshold), workers_replaced(process)):
         if problem and verdict.valid:
             verdict.valid, verdict.reason = False, problem
     for warning in (memory_growth(sample.get("resources")), uneven, workers_added(process),

@@ -193,6 +193,11 @@ def add_modes(p: argparse.ArgumentParser) -> None:
                         "of --rate), a case each; "
                         "a model none of them runs gets its default, wrk or oha "
                         "(default: wrk; README, \"Which generator when\")")
+    g.add_argument("--iterations", type=int, default=None, metavar="N",
+                   help="with --generator k6: each measured sample sends N requests shared "
+                        "among the connections, as `k6 run --vus V --iterations N` (k6's "
+                        "shared-iterations), with --duration as its cap (default: a window "
+                        "of --duration)")
     g.add_argument("--knee-p99", dest="knee_p99_ms", type=float, default=d.knee_p99_ms,
                    metavar="MS", help="the knee of a latency-vs-rate curve is the highest "
                                       "rate whose p99 stays under this (default: %(default)s ms)")

@@ -55,12 +55,13 @@ class LoadPlan:
     error_threshold: float
     unstable_cv: float
     generators: tuple[str, ...] = ("wrk",)   # --generator (bench.core.settings)
+    iterations: int | None = None        # --iterations: k6's closed-loop samples
 
     @classmethod
     def of(cls, s: Settings) -> "LoadPlan":
         return cls(s.duration, s.warmup, s.repeat, s.levels, s.threads, s.connection_modes,
                    s.behind, s.rates, s.knee_p99_ms, s.burst, s.timeout, s.seed, s.token,
-                   s.error_threshold, s.unstable_cv, s.generators)
+                   s.error_threshold, s.unstable_cv, s.generators, s.iterations)
 
     def threads_for(self, connections: int) -> int:
         return self.threads if self.threads is not None else default_threads(connections)

@@ -178,6 +178,9 @@ class Settings:
     # the load generators (--generator): each runs the models it can (wrk the closed
     # loop, oha and k6 both); a model none of them runs gets its default
     generators: tuple[str, ...] = ("wrk",)
+    # k6's closed loop as `k6 run --vus V --iterations N`: N requests per measured sample,
+    # --duration the cap; None = a window of --duration
+    iterations: int | None = None
     # the knee of a latency-vs-rate curve: the highest rate whose p99 stays under this
     knee_p99_ms: float = 20.0
     # after the measured window: this many seconds of new connections (Connection: close
@@ -281,10 +284,11 @@ class Settings:
         d["connection_levels"] = list(self.levels)
         for side in ("server", "client", "db"):
             d[f"{side}_cpus"] = self.cpus(side)
-        if self.generators == Settings.generators:
-            # the default (wrk, and oha for --rate) records nothing: a run's settings stay
-            # what every run before --generator recorded (each case's key names its own)
-            del d["generators"]
+        # the defaults of --generator (wrk, and oha for --rate) and --iterations record
+        # nothing: a run's settings stay what every run before them recorded
+        for name in ("generators", "iterations"):
+            if getattr(self, name) == getattr(Settings, name):
+                del d[name]
         return d
 
 
@@ -364,6 +368,11 @@ def validate_generators(s: Settings) -> None:
     check_names("--generator", s.generators, sorted(GENERATOR_MODELS))
     if not s.generators:
         raise SelectionError("--generator names no load generator")
+    others = [g for g in closed_loop_generators(s.generators) if g != "k6"]
+    if s.iterations is not None and (type(s.iterations) is not int or s.iterations < 1 or others):
+        raise SelectionError(f"--iterations N (a whole number >= 1) is k6's closed loop: got "
+                             f"{s.iterations!r}, with the closed loop measured by "
+                             f"{','.join(others or ['k6'])} (--generator k6 alone runs it)")
     if not s.rates:
         return
     closed = closed_loop_generators(s.generators)

@@ -50,6 +50,9 @@ class LoadRequest:
     connection_close: bool = False
     rate: float | None = None
     n: int | None = None           # the database suite's rows per request (queries, ...)
+    # the closed loop ends after this many requests (duration_s its cap); only a generator
+    # runs it: k6 (bench.core.settings refuses --iterations with any other)
+    iterations: int | None = None
 
     @property
     def open_model(self) -> bool:

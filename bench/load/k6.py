@@ -383,7 +383,8 @@ class K6:
         return K6Settings(connections=request.connections, duration_s=request.duration_s,
                           timeout_s=request.timeout_s, seed=request.seed,
                           token=request.token, connection_close=request.connection_close,
-                          rate=request.rate, threads=request.threads, n=request.n)
+                          rate=request.rate, threads=request.threads, n=request.n,
+                          iterations=None if request.open_model else request.iterations)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

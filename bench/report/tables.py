@@ -359,12 +359,19 @@ def header_sentence(doc: dict) -> str:
             f"{s['workers']} workers{_threads_phrase(s)} and {s['db_connections']} DB "
             f"connections per server, "
             f"{load_phrase(load)}, {samples} sample(s) of "
-            f"{s['duration']:g} s per case after {s['warmup']:g} s warm-up"
+            f"{window_phrase(s)} per case after {s['warmup']:g} s warm-up"
             f"{', preset ' + s['preset'] if s.get('preset') else ''}"
             f"{'; databases: ' + dbs + (' (' + mode + ')') if dbs else ''}; "
             f"commit {commit}{dirty}; run {doc['run_id']}, status {doc['status']}."
             + placement_sentence(load) + connections_sentence(doc)
             + unavailable_sentence(doc))
+
+
+def window_phrase(settings: dict) -> str:
+    """What one sample's window was: a time, or k6's --iterations with the time its cap."""
+    if settings.get("iterations"):
+        return f"{settings['iterations']:,} requests (k6 iterations, at most {settings['duration']:g} s)"
+    return f"{settings['duration']:g} s"
 
 
 def unavailable_sentence(doc: dict) -> str:

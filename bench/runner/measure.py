@@ -57,7 +57,8 @@ class Measurer:
         self.pids_of, self.phase = pids_of, phase
 
     def request(self, test: str, url: str, params: LoadParams, seed: int, duration_s: float,
-                rate: float | None = None, n: int | None = None) -> LoadRequest:
+                rate: float | None = None, n: int | None = None,
+                iterations: int | None = None) -> LoadRequest:
         """The load of a case's parameters (threads: --threads, or the default for that
         many connections)."""
         p = self.plan
@@ -65,7 +66,7 @@ class Measurer:
                            threads=p.threads_for(params.connections), duration_s=duration_s,
                            timeout_s=p.timeout, seed=seed, token=p.token,
                            connection_close=params.connection_mode == "close", rate=rate,
-                           n=n)
+                           n=n, iterations=iterations)
 
     def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,
              name: str | None = None):
@@ -106,8 +107,10 @@ class Measurer:
         self.phase("measure")
         # accepted where the server runs (a proxy in front runs there too)
         opened_before = self.server_host.tcp_connections_accepted()
+        # --iterations sizes the measured closed-loop window only (k6's; the warm-up and
+        # the rate points stay windows of time)
         request = self.request(case.test, running.base_url, case.load, seed, p.duration, rate,
-                               n=case.n)
+                               n=case.n, iterations=p.iterations if rate is None else None)
         foreign = ForeignLoad(self.server_host, lambda: self._role_pids(
             running, case.variant.database, client_pid))
 

@@ -75,3 +75,15 @@ def test_wrong_token_and_connection_close(server_url):
     s = k6.run_k6("plain", server_url, k6.K6Settings(4, 1.0, token="nope", threads=1,
                                                      connection_close=True)).summary
     assert s["requests"] > 0 and s["errors"]["status"] == s["requests"]
+
+
+def test_iterations_through_the_seam_send_exactly_that_many_requests(server_url):
+    """The seed reports' shape (`k6 run --vus V --iterations N`), as --iterations asks it;
+    the 30 s --duration is only the cap, far from reached."""
+    request = LoadRequest("plain", server_url, connections=16, threads=1, duration_s=30.0,
+                          timeout_s=5.0, seed=3, token="hardcoded_token", iterations=2_000)
+    result = for_request(request, closed_loop="k6").run(request)
+    s = result.summary
+    assert s["iterations"] == {"asked": 2_000, "completed": 2_000}
+    assert s["requests"] == s["sent"] == 2_000 and s["errors"]["total"] == 0, s["errors"]
+    assert s["duration_s"] < 30.0 and result.raw["metrics"]["vus_max"]["max"] == 16

@@ -96,3 +96,24 @@ def test_a_two_case_run_on_a_fake_host_with_a_fake_generator(tmp_path, monkeypat
     on_disk = json.loads((results.latest_run(tmp_path) / results.RESULTS_FILE).read_text())
     results.validate(on_disk)
     assert (results.latest_run(tmp_path) / "tables.md").read_text().count("aiohttp") >= 2
+
+
+def test_iterations_size_the_measured_k6_window_only(tmp_path, monkeypatch, fake_environment):
+    """--iterations reaches k6's measured closed-loop request; the warm-up (wrk's closed
+    loop, whatever measures) stays a window of time; the settings record what ran."""
+    from bench.session import preflight
+    warm, measuring = FakeGenerator(), FakeGenerator()
+    measuring.name = "k6"
+    monkeypatch.setitem(load.GENERATORS, "wrk", warm)
+    monkeypatch.setitem(load.GENERATORS, "k6", measuring)
+    monkeypatch.setattr(preflight.k6, "require_k6", lambda host: None)
+    settings = Settings(results_dir=tmp_path, servers=["aiohttp"], tests=["plain"], repeat=1,
+                        duration=30.0, warmup=0.5, verify=False, ceiling=False,
+                        generators=("k6",), iterations=500)
+    cases = plan(settings, manifest.discover())
+    with Session(settings, cases, hosts=Hosts(local=FakeHost())) as session:
+        stored = Run(session, cases).execute(display_mode="quiet")
+    assert [(r.iterations, r.duration_s) for r in measuring.requests] == [(500, 30.0)]
+    assert [(r.iterations, r.duration_s) for r in warm.requests] == [(None, 0.5)]
+    assert stored["settings"]["iterations"] == 500
+    assert stored["cases"][0]["samples"][0]["generator"]["name"] == "k6"

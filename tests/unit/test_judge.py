@@ -184,3 +184,14 @@ def test_a_worker_that_appears_while_none_is_gone_is_a_warning_not_a_crash():
     assert judge.workers_replaced(worker_sample([1], [1, 2, 3])["server_process"]) is None
     assert judge.workers_added(worker_sample([1], [1, 2, 3])["server_process"]).startswith(
         "2 worker processes appeared")
+
+
+def test_a_sample_that_hit_its_duration_cap_before_its_iterations_is_invalid():
+    done = dict(summary(1000, 1.0), iterations={"asked": 10_000, "completed": 10_000})
+    short = dict(summary(1000, 1.0), iterations={"asked": 10_000, "completed": 8_765})
+    assert judge.iterations_problem(done) is None and judge.iterations_problem(summary(1, 1)) is None
+    sample = {"summary": short, "resources": {},
+              "generator": {"name": "k6", "connections": 8, "threads": 1, "client_cpu_s": 1,
+                            "wall_s": 10}}
+    v = judge.judge_sample(sample, 0.001)
+    assert not v.valid and v.reason.startswith("asked for 10,000 iterations but 8,765 completed")

@@ -237,3 +237,25 @@ def test_unknown_generator_and_a_share_without_its_base_are_refused():
         validate(Settings(generators=("ab",)), [])
     with pytest.raises(SelectionError, match="runs no wrk"):
         validate(Settings(generators=("k6", "oha"), rates=("50%",)), [])
+
+
+def test_iterations_are_k6s_closed_loop_only():
+    validate(Settings(generators=("k6",), iterations=100_000, connections=1000), [])
+    for generators in (("wrk",), ("wrk", "k6"), ("oha", "k6")):
+        with pytest.raises(SelectionError, match="closed loop measured by (wrk|oha)"):
+            validate(Settings(generators=generators, iterations=10), [])
+    for bad in (0, -5, True, 2.5):
+        with pytest.raises(SelectionError, match=r"whole number >= 1\) is k6's closed loop: got"):
+            validate(Settings(generators=("k6",), iterations=bad), [])
+    # recorded only when asked for, so runs before --iterations keep their settings
+    assert "iterations" not in Settings().public()
+    assert Settings(generators=("k6",), iterations=7).public()["iterations"] == 7
+
+
+def test_iterations_reach_k6_for_the_closed_loop_and_never_for_a_rate():
+    closed = LoadRequest("plain", BASE, 1000, 2, 30.0, 5.0, 1, "t", iterations=100_000)
+    settings = k6.K6_GENERATOR.settings(closed)
+    assert settings.iterations == 100_000
+    assert "BENCH_ITERATIONS=100000" in k6.k6_command("plain", BASE, settings)
+    rated = LoadRequest("plain", BASE, 16, 2, 1.0, 5.0, 1, "t", rate=100, iterations=50)
+    assert k6.K6_GENERATOR.settings(rated).iterations is None

@@ -142,3 +142,10 @@ def test_the_header_says_what_the_databases_counted_against_each_budget():
     assert tables.connections_sentence(doc(32, 28)) == (
         " Connections the database counted that differ from the budget: a (postgres, raw) "
         "28 of 32.")
+
+
+def test_the_header_says_a_sample_was_k6_iterations_with_the_duration_as_its_cap(sample_doc):
+    doc = dict(sample_doc, settings=dict(sample_doc["settings"], iterations=100_000,
+                                         generators=["k6"]))
+    assert ("3 sample(s) of 100,000 requests (k6 iterations, at most 5 s) per case after 2 s "
+            "warm-up") in tables.header_sentence(doc)
