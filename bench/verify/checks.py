@@ -100,13 +100,16 @@ class Client:
 
     def request(self, method: str, path: str, *, token: str | None = "default",
                 data: bytes | str | None = None, json_body=None,
-                last_on_connection: bool = False) -> tuple[requests.Response | None, str]:
-        """`last_on_connection` asks the server to close the connection after its answer:
-        for a request whose body the server may rightly leave unread (a 401 before the
-        body), after which a server may close the connection without saying so."""
+                connection_of_its_own: bool = False) -> tuple[requests.Response | None, str]:
+        """`connection_of_its_own` sends the request on a new connection that the client
+        closes after the answer: for a request whose body the server may rightly leave
+        unread (a 401 before the body). A server may then close that connection after
+        answering without saying so (hyper does), and a pooled connection would carry the
+        next request into that close: a race the client loses now and then, which is no
+        fault of the server's (RFC 9112 §9.3.1)."""
         if self.transport_failures >= 3:
             return None, f"{method} {path}: skipped, the server stopped answering"
-        headers = {"Connection": "close"} if last_on_connection else {}
+        headers = {"Connection": "close"} if connection_of_its_own else {}
         token = self.token if token == "default" else token
         if token is not None:
             headers["token"] = token
@@ -114,12 +117,16 @@ class Client:
             data, headers["Content-Type"] = json.dumps(json_body), "application/json"
         elif data is not None:
             headers["Content-Type"] = "application/json"
+        session = requests.Session() if connection_of_its_own else self.session
         try:
-            resp = self.session.request(method, self.base + path, headers=headers, data=data,
-                                        timeout=self.timeout, allow_redirects=False)
+            resp = session.request(method, self.base + path, headers=headers, data=data,
+                                   timeout=self.timeout, allow_redirects=False)
         except requests.RequestException as exc:
             self.transport_failures += 1
             return None, f"{method} {path}: no answer ({type(exc).__name__}: {str(exc)[:120]})"
+        finally:
+            if session is not self.session:
+                session.close()      # the answer is read already (no streaming)
         self.transport_failures = 0
         return resp, ""
 

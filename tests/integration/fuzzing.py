@@ -20,6 +20,8 @@ curl command that reproduces it.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -109,18 +111,24 @@ def token_for(step: Step, case, index: int, token: str) -> str | None:
     return {3: None, 6: token + "_wrong"}.get(index % 8, token)
 
 
-def fresh_copy(case, token: str | None):
-    """A new case with the generated one's data and this request's token.
+@contextmanager
+def own_connection(has_body: bool, session: requests.Session) -> Iterator[requests.Session]:
+    """A request with a body goes on a connection of its own, closed after the answer:
+    a server may answer (401, 405, 413) without reading the body and then close the
+    connection without saying so (hyper does), and the pooled connection would carry the
+    next request into that close (bench.verify.checks.Client.request says the same)."""
+    if not has_body:
+        yield session
+        return
+    with requests.Session() as own:
+        yield own
 
-    A request with a body asks the server to close the connection after its answer: a
-    server may answer (401, 413, 405) without reading the body and then close the
-    connection without saying so (hyper does when the body had not arrived yet), and the
-    next request, sent on that connection, would be charged with a close that is no fault."""
+
+def fresh_copy(case, token: str | None):
+    """A new case with the generated one's data and this request's token."""
     headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "token"}
     if token is not None:
         headers["token"] = token
-    if case.body is not NOT_SET:
-        headers["Connection"] = "close"
     return case.operation.Case(
         method=case.method, path_parameters=copy.deepcopy(case.path_parameters),
         headers=headers, query=copy.deepcopy(case.query),
@@ -191,7 +199,8 @@ def send(step: Step, case, index: int, target: Target, session: requests.Session
     documented_method = call.method.upper() == step.method.upper()
     outcome.requests += 1
     try:
-        response = call.call(base_url=target.base_url, session=session, timeout=TIMEOUT_S)
+        with own_connection(call.body is not NOT_SET, session) as on:
+            response = call.call(base_url=target.base_url, session=on, timeout=TIMEOUT_S)
     except requests.RequestException as exc:
         outcome.unanswered_in_a_row += 1
         outcome.fail(f"{label} no answer", f"{label}: no answer ({type(exc).__name__}: "
@@ -254,12 +263,12 @@ def send_edge(edge: fuzz_edges.Edge, target: Target, session: requests.Session,
     headers = {"token": target.token}
     if edge.body is not None:
         headers["Content-Type"] = "application/json"
-        headers["Connection"] = "close"   # as fresh_copy says
     outcome.requests += 1
     try:
-        response = session.request(edge.method, target.base_url + edge.url_path + (
-            f"?{edge.query}" if edge.query else ""), data=edge.body, headers=headers,
-            timeout=TIMEOUT_S, allow_redirects=False)
+        with own_connection(edge.body is not None, session) as on:
+            response = on.request(edge.method, target.base_url + edge.url_path + (
+                f"?{edge.query}" if edge.query else ""), data=edge.body, headers=headers,
+                timeout=TIMEOUT_S, allow_redirects=False)
     except requests.RequestException as exc:
         outcome.unanswered_in_a_row += 1
         outcome.fail(f"{label} no answer", f"{label}: no answer ({type(exc).__name__})\n    {shown}")
