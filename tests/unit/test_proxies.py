@@ -198,3 +198,36 @@ def test_traefik_reads_its_dynamic_config_from_the_harness_environment():
     assert not any(a.startswith(("--api", "--ping", "--metrics", "--accessLog", "--tracing"))
                    for a in spec.start)
     assert tomllib.loads((TRAEFIK / "proxy.toml").read_text())["stop_signal"] == "SIGTERM"
+
+
+class PingHost:
+    """A host whose GET /ping/ answers as scripted: a reason string is no answer."""
+
+    def __init__(self, answers):
+        self.answers, self.asked = list(answers), 0
+
+    def http_get(self, url, timeout):
+        from bench.infra.seam import HttpAnswer, HttpUnanswered
+        self.asked += 1
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, str):
+            raise HttpUnanswered(url, answer)
+        return HttpAnswer(answer, {}, b'{"ping": "pong"}')
+
+
+def test_an_upstream_that_accepted_but_answers_late_is_waited_for(monkeypatch):
+    """A worker still starting (read timeouts) is a live server, unlike a refusal: with
+    no budget at all for refusals, the late answers are still waited for."""
+    import bench.infra.proxy as proxy
+    monkeypatch.setattr(proxy, "UPSTREAM_WAIT_S", 0.0)
+    host = PingHost(["ReadTimeout"] * 3 + [200])
+    assert proxy._upstream_answer(host, "http://127.0.0.1:1")[0] == 200
+    assert host.asked == 4
+
+
+def test_an_upstream_that_refuses_is_a_proxy_error_after_the_short_wait(monkeypatch):
+    import bench.infra.proxy as proxy
+    monkeypatch.setattr(proxy, "UPSTREAM_WAIT_S", 0.0)
+    host = PingHost(["ConnectionError"])
+    with pytest.raises(proxy.ProxyError, match="last: ConnectionError"):
+        proxy._upstream_answer(host, "http://127.0.0.1:1")
