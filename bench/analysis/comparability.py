@@ -168,6 +168,10 @@ def run_differences(a: dict, b: dict) -> list[str]:
 # more than this share of the machine are compared, but weakly: the default
 # --foreign-cpu-limit, the load above which one sample is already marked.
 NOISE_GAP = 0.05
+# CPU taken by others (or stolen) can cost a server at most about that share of its
+# throughput; a req/s change beyond this many times the noise gap is more than the noise
+# could have made, so it stays decisive (a 4x slower server on a 6 % noisier machine).
+NOISE_EXPLAINS = 2.0
 
 
 def median_noise(doc: dict) -> dict[str, float]:
@@ -181,6 +185,13 @@ def median_noise(doc: dict) -> dict[str, float]:
                 if isinstance(noise.get(name), (int, float)):
                     found.append(noise[name])
     return {name: sorted(v)[len(v) // 2] for name, v in values.items() if v}
+
+
+def noise_gap(base: dict, cand: dict) -> float:
+    """The largest difference between the two runs' median noise shares (0 when one of
+    them did not record it)."""
+    a, b = median_noise(base), median_noise(cand)
+    return max((abs(a[n] - b[n]) for n in a if n in b), default=0.0)
 
 
 def noise_differences(base: dict, cand: dict, gap: float = NOISE_GAP) -> list[str]:

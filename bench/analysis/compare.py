@@ -105,7 +105,8 @@ class Comparison:
     calibration: str | None = None   # the calibration file used
     calibration_note: str | None = None   # why it was ignored, or what to know about it
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS))
-    # the runs' noise differs widely (comparability.noise_differences): every verdict weak
+    # the runs' noise differs widely (comparability.noise_differences): verdicts weak unless
+    # req/s moved by more than the noise could explain (beyond_noise)
     noise_reasons: list[str] = field(default_factory=list)
 
     @property
@@ -314,10 +315,21 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
                                          extra_reasons=result.run_reasons + db_reasons))
     result.noise_reasons = comparability.noise_differences(base, cand)
     if result.noise_reasons:
+        margin = comparability.NOISE_EXPLAINS * comparability.noise_gap(base, cand)
         for row in result.cases:
-            if row.verdict in (SLOWER, FASTER):
+            if row.verdict in (SLOWER, FASTER) and not beyond_noise(row, margin):
                 row.weak = True
                 row.reason = (f"{row.reason} (weak: the runs' noise differs: "
                               f"{'; '.join(result.noise_reasons)})")
     return result
+
+
+def beyond_noise(row: CaseComparison, margin: float) -> bool:
+    """Did req/s move decisively, the verdict's way, by more than `margin` (what the
+    difference in the runs' noise could explain)? Latency tails and errors react to
+    noise out of proportion, so only throughput can outweigh it."""
+    rps = row.figure(RPS)
+    way = WORSE if row.verdict == SLOWER else BETTER
+    return (rps is not None and not rps.weak and rps.direction == way
+            and rps.change is not None and abs(rps.change) > margin)
 

@@ -207,35 +207,54 @@ def _quarter(readings: list[float], first: bool) -> float | None:
 
 class ConnectionSpread:
     """How the client's connections are spread over a server's worker processes, read
-    once, `at_s` into the measured window (a context manager around it).
+    `at_s` into the measured window (a context manager around it).
 
     A multi-process server whose workers share one listening socket may let one worker
     accept far more than its share of wrk's connections at start; that worker's requests
     then queue for its CPU and its pool while others idle, which shows up as tail latency
-    that measures the configuration, not the framework."""
+    that measures the configuration, not the framework.
 
-    def __init__(self, server, at_s: float, host: Host = LOCAL):
-        self.server, self.host = server, host
-        self._timer = threading.Timer(at_s, self._read)
-        self._timer.daemon = True
+    `expect`: how many connections the client holds open (keep-alive, nothing in between);
+    when the reading at `at_s` finds fewer accepted (on a loaded machine a worker may not
+    have got the CPU to accept yet), it is read again every RECHECK_S until all are seen or
+    `until_s`, so the figure says where the connections went, not how late they were."""
+
+    RECHECK_S = 0.05
+
+    def __init__(self, server, at_s: float, host: Host = LOCAL, *,
+                 expect: int | None = None, until_s: float | None = None):
+        self.server, self.host, self.expect = server, host, expect
+        self.at_s, self.until_s = at_s, max(at_s, until_s or at_s)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
         self.per_process: dict[int, int] | None = None
         self.total: int | None = None
 
     def __enter__(self) -> "ConnectionSpread":
-        self._timer.start()
+        self._started = time.monotonic()
+        self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._timer.cancel()
-        self._timer.join(timeout=5)
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _watch(self) -> None:
+        if self._stop.wait(self.at_s):
+            return
+        self._read()
+        deadline = self._started + self.until_s
+        while (self.expect is not None and (self.total or 0) < self.expect
+               and time.monotonic() < deadline and not self._stop.wait(self.RECHECK_S)):
+            self._read()
 
     def _read(self) -> None:
         port = self.server.settings.port
         try:
             if self.server.spec.worker_check.count == "processes":
-                self.per_process = self.host.connections_on_port(
+                per_process = self.host.connections_on_port(
                     self.server.worker_processes(), port)
-                self.total = sum(self.per_process.values())
+                self.per_process, self.total = per_process, sum(per_process.values())
             else:
                 tree = self.host.tree(self.server.proc.pid)
                 self.total = sum(self.host.connections_on_port(tree, port).values())

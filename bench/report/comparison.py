@@ -7,6 +7,7 @@ import json
 
 from tabulate import tabulate
 
+from bench.analysis import comparability
 from bench.analysis.compare import (BROKEN, DEFAULT_SOURCE, ERROR_RATE, FASTER, FIGURES,
                                     NOT_COMPARABLE, P99, RELATIVE, RPS, SLOWER, UNCHANGED,
                                     CaseComparison, Comparison)
@@ -75,8 +76,9 @@ def warnings(cmp: Comparison) -> list[str]:
                    "machine or settings? calibrate and start a new baseline): "
                    + "; ".join(cmp.run_reasons))
     if cmp.noise_reasons:
-        out.append("the runs ran on machines unequally quiet, so every verdict is weak: "
-                   + "; ".join(cmp.noise_reasons))
+        out.append("the runs ran on machines unequally quiet, so a verdict is weak unless "
+                   f"req/s moved by more than {comparability.NOISE_EXPLAINS:g} times the "
+                   "gap: " + "; ".join(cmp.noise_reasons))
     untested = [c for c in cmp.cases if any(f.weak for f in c.figures)]
     if untested:
         f = next(f for f in untested[0].figures if f.weak)

@@ -101,8 +101,13 @@ class Measurer:
         client_pid: list[int] = []
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
                                                         client_pid))
-        # where the client connections are, half-way through the measured window
-        spread = ConnectionSpread(server, at_s=p.duration / 2, host=self.server_host)
+        # where the client connections are, half-way through the measured window; with
+        # the client's keep-alive connections straight on the server, all of them once seen
+        direct = (rate is None and running.proxy is None
+                  and case.load.connection_mode == "keep-alive")
+        spread = ConnectionSpread(server, at_s=p.duration / 2, host=self.server_host,
+                                  expect=case.load.connections if direct else None,
+                                  until_s=p.duration * 0.9)
         workers_before = self._worker_pids(server)
         self.phase("measure")
         # accepted where the server runs (a proxy in front runs there too)

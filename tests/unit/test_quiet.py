@@ -109,3 +109,17 @@ def test_compare_calls_a_change_weak_when_one_run_was_noisier():
                             with_noise(doc_with(cand, "r2"), 0.03))
     assert by_server(alike)["a"].verdict == "slower" and alike.regressed
     assert "noise_reasons" not in alike.as_dict()
+
+
+def test_a_change_far_beyond_the_noise_gap_stays_decisive():
+    """6 points more noise cannot make a server 60 % slower: req/s beyond twice the gap
+    keeps its verdict (the p99 alone never would); 40 points could, so there it is weak."""
+    cand = {**BASE, "a": (400, 404, 396, 402, 398)}
+    cmp = compare.compare(with_noise(doc_with(BASE, "r1"), 0.064),
+                          with_noise(doc_with(cand, "r2"), 0.005))
+    row = by_server(cmp)["a"]
+    assert cmp.noise_reasons and row.verdict == "slower" and not row.weak
+    assert [c.server for c in cmp.regressed] == ["a"]
+    noisy = compare.compare(with_noise(doc_with(BASE, "r1"), 0.40),
+                            with_noise(doc_with(cand, "r2"), 0.005))
+    assert by_server(noisy)["a"].weak and not noisy.regressed
