@@ -1,10 +1,19 @@
-# The two commands of the README:
-#   make bench   set up whatever is missing, then run the default suite
-#   make test    set up whatever is missing, then run the test suite
-# Both install what setup/packages.txt lists and this machine lacks (apt, as root or via
-# sudo), create .venv from the pinned requirements, build oha and the servers, and print
-# how long each set-up step took (scripts/setup.sh). `make doctor` says what is there
-# and what is missing, installing nothing.
+# The commands of the README:
+#   make bench          set up whatever is missing, then run the default suite
+#   make test           the everyday tests: the harness's own (unit, integration on real
+#                       databases, e2e with fixture servers and servers that build in
+#                       seconds), every server's own unit tests, and the contract and
+#                       fuzzing of the servers whose files changed (against BASE)
+#   make test-all       everything: every server x engine x ORM, every generator, every
+#                       proxy (what .ci/run runs)
+#   make test-changed   the checks of the servers a change since BASE selects; a change to
+#                       the harness selects everything (the pull-request check)
+# Each installs what setup/packages.txt lists and this machine lacks (apt, as root or via
+# sudo) and creates .venv from the pinned requirements (scripts/setup.sh). Nothing is
+# built at set-up: each server, Traefik, oha and k6 are built when a run or a test first
+# needs them, and a later `make bench` reuses what `make test` built (one build profile:
+# the production one, servers/Cargo.toml). `make doctor` says what is there and what is
+# missing, installing nothing.
 
 # rustup puts cargo in ~/.cargo/bin and the Go tarball go in /usr/local/go/bin, which a
 # fresh shell may not have on PATH. Empty them to see a machine without those toolchains:
@@ -16,54 +25,32 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)
 ARGS ?=
-PYTEST_ARGS ?=
+# what `make test` and `make test-changed` measure a change against (a commit, branch or
+# tag); empty: the merge base with the default branch, else HEAD~1 (bench/cli/changed.py)
+BASE ?=
+# pytest-xdist workers of the parallel phase (scripts/test.sh; docs/testing.md: why 2)
+TEST_WORKERS ?= 2
+export TEST_WORKERS
 
-.PHONY: bench test setup test-setup doctor system-deps test-deps venv tools build \
-        rust-tests server-tests tables list clean
+.PHONY: bench test test-all test-changed setup test-setup doctor system-deps test-deps \
+        venv tools build server-tests tables list clean
 
 bench: setup
 	$(PYTHON) run_bench.py $(ARGS)
 
-test: test-setup rust-tests server-tests
-	$(PYTHON) -m pytest $(PYTEST_ARGS)
+test: test-setup
+	@bash scripts/test.sh quick $(BASE)
 
-# The tests check what the servers answer, not how fast: `make test` builds the Rust
-# servers without fat LTO and with 16 codegen units (cargo reads these variables over
-# servers/Cargo.toml's release profile), which compiles them in parallel instead of one
-# single-threaded LTO step per binary. Exported for the whole of `make test`, so the
-# e2e tests' own `run_bench.py` builds see the same profile and find the build up to
-# date. A later `make bench` or `run_bench.py run` has no such variables: cargo sees
-# another profile and rebuilds in the production one (servers/Cargo.toml). A run made
-# with them set records them (environment.build_env in the results).
-test test-setup: export CARGO_PROFILE_RELEASE_LTO = off
-test test-setup: export CARGO_PROFILE_RELEASE_CODEGEN_UNITS = 16
+test-all: test-setup
+	@bash scripts/test.sh all
 
-# The Go, Node.js and PHP servers' own unit tests (handlers with a fake store: n parsing,
-# the fortunes template's escaping, the cache; servers/_gocommon holds the Go servers'
-# shared code and the route cases both run), with the toolchains set-up checked.
-# The Python servers' shared code is tested by pytest itself (servers/_pycommon is
-# in pytest.ini's testpaths); the Node.js servers' (servers/_jscommon) by each Node.js
-# server's npm test, with its HTTP-level tests run through each server's app.
+test-changed: test-setup
+	@bash scripts/test.sh changed $(BASE)
+
+# Every server's own unit tests, as each manifest's [unit_tests] says (the Go, Node.js,
+# PHP and Rust servers'; the Python servers' shared code is in pytest's testpaths).
 server-tests: test-setup
-	@start=$$(date +%s); (cd servers/_gocommon && go test -mod=readonly -trimpath -count=1 ./...) \
-	  && (cd servers/gin && go test -mod=readonly -trimpath -count=1 ./...) \
-	  && (cd servers/fasthttp && go test -mod=readonly -trimpath -count=1 ./...) \
-	  && (cd servers/fastify && npm test --silent) \
-	  && (cd servers/express && npm test --silent) \
-	  && php servers/php-fpm/tests/run.php \
-	  && echo "Go, Node.js and PHP server tests: $$(( $$(date +%s) - start )) s"
-
-# The Rust servers' own unit tests (the shared crate _rscommon holds most of them), the
-# whole workspace (servers/Cargo.toml) in one cargo run. In the servers' target dir, but
-# in the dev profile (target/debug): nothing of the release build can be reused anyway,
-# because cargo builds every dependency of a test with panic = "unwind" and the release
-# profile says "abort". Measured on 2 cores after the release builds: --release
-# recompiled 181 of 215 crates (with fat LTO) in 103 s; the dev profile compiles all 215
-# in about 60 s (debug = "line-tables-only", servers/Cargo.toml).
-rust-tests: test-setup
-	@start=$$(date +%s); cd servers && cargo test --locked --quiet --workspace \
-	  --target-dir $(HOME)/.cache/webbench/cargo-target \
-	  && echo "Rust unit tests: $$(( $$(date +%s) - start )) s"
+	$(PYTHON) -m bench.cli.unit_tests --servers all
 
 tables: venv
 	$(PYTHON) create_markdown_tables.py
@@ -75,7 +62,7 @@ list: venv
 doctor:
 	@$$(bash scripts/find_python.sh || echo python3) run_bench.py doctor
 
-# every set-up step, timed, with downloads overlapping builds (scripts/setup.sh)
+# every set-up step, timed (scripts/setup.sh)
 setup:
 	@bash scripts/setup.sh
 
@@ -91,9 +78,9 @@ test-deps:
 
 venv: $(VENV)/.installed
 
-# oha (crates.io) measures latency at a fixed request rate (--rate)
+# oha (crates.io) and k6 (Go module proxy), installed now rather than on first use
 tools:
-	@bash scripts/install_oha.sh
+	@bash scripts/install_oha.sh && bash scripts/install_k6.sh
 
 # One virtualenv for the harness and every Python server: pip resolves all pins
 # together, so a conflict shows at install time, not in the middle of a run. It is made
@@ -105,8 +92,8 @@ $(VENV)/.installed: requirements.txt $(SERVER_REQUIREMENTS)
 		$(addprefix -r ,$(SERVER_REQUIREMENTS))
 	touch $@
 
-# Runs each available server's build step (e.g. cargo build --release); the harness
-# repeats it at the start of every run, where an up-to-date build costs a second.
+# Runs each available server's build step (e.g. cargo build --release) now rather than at
+# the start of the first run that needs it; an up-to-date build costs a second.
 build: venv
 	$(PYTHON) run_bench.py build
 

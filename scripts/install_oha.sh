@@ -7,9 +7,8 @@ set -euo pipefail
 
 OHA_VERSION=1.16.0
 export PATH="$HOME/.cargo/bin:$PATH"   # where cargo install puts binaries
-# oha is built with its own release profile: `make test` exports CARGO_PROFILE_RELEASE_*
-# for the servers' test builds (see the Makefile), and the oha built here is the one
-# every later benchmark measures with, so those settings must not reach it
+# oha is built with its own release profile: a CARGO_PROFILE_RELEASE_* a user set for the
+# servers' builds must not reach the oha every later benchmark measures with
 unset $(compgen -e | grep '^CARGO_PROFILE_' || true)
 
 installed="$(oha --version 2>/dev/null || true)"   # e.g. "oha 1.16.0"

@@ -1,7 +1,10 @@
-"""Shared fixtures: real throwaway PostgreSQL and MariaDB servers, started once per session.
+"""Shared fixtures: real throwaway PostgreSQL and MariaDB servers, started once per session
+(once per pytest-xdist worker: each worker has its own databases on its own ports).
 
 Tests use their own ports (not the harness defaults), so a `make bench` running on the
-same machine is never disturbed.
+same machine is never disturbed; each xdist worker shifts them by WORKER_PORT_STEP, as
+pytest-postgresql gives each worker a port of its own. Tests that start the harness on
+fixed ports share one xdist group (they run one after another on one worker).
 """
 from __future__ import annotations
 
@@ -16,9 +19,36 @@ sys.path.insert(0, str(REPO))
 
 from bench.infra import databases as provision  # noqa: E402
 
-TEST_PORTS = {"postgres": int(os.environ.get("BENCH_TEST_PG_PORT", 16432)),
-              "mysql": int(os.environ.get("BENCH_TEST_MYSQL_PORT", 14306))}
-TEST_SERVER_PORT = int(os.environ.get("BENCH_TEST_SERVER_PORT", 19080))
+
+
+def _worker_index() -> int:
+    """0 without xdist, N on its worker gwN."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else 0
+
+
+# 10 apart: clear of the e2e tests' fixed ports (16433, 14307, 19081-19082) for any worker
+WORKER_PORT_STEP = 10
+WORKER_OFFSET = _worker_index() * WORKER_PORT_STEP
+TEST_PORTS = {"postgres": int(os.environ.get("BENCH_TEST_PG_PORT", 16432)) + WORKER_OFFSET,
+              "mysql": int(os.environ.get("BENCH_TEST_MYSQL_PORT", 14306)) + WORKER_OFFSET}
+TEST_SERVER_PORT = int(os.environ.get("BENCH_TEST_SERVER_PORT", 19080)) + WORKER_OFFSET
+# the xdist group of tests that run the harness on fixed ports (tests/e2e and a few more)
+HARNESS_PORTS = pytest.mark.xdist_group("harness-ports")
+
+
+def selected_servers(specs: dict) -> dict:
+    """The servers whose per-server checks (contract, fuzzing) this run makes:
+    BENCH_TEST_SERVERS is `all` (or unset: a bare `pytest` checks everything), or a comma
+    list the Makefile's tiers get from bench/cli/changed.py, possibly empty."""
+    raw = os.environ.get("BENCH_TEST_SERVERS", "all").strip()
+    if raw == "all":
+        return dict(specs)
+    wanted = [s.strip() for s in raw.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in specs]
+    if unknown:
+        raise pytest.UsageError(f"BENCH_TEST_SERVERS names unknown servers: {unknown}")
+    return {s: specs[s] for s in wanted}
 
 
 @pytest.fixture(scope="session")
@@ -42,13 +72,27 @@ def endpoint(request, databases):
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """Every server's build step, as a run does it (cheap when nothing changed), once per
-    session for every test that starts real servers."""
-    from bench.core import manifest
+def builder(tmp_path_factory):
+    """builder(spec): the server's build step, as a run does it, the first time a test of
+    this session needs that server (lazily: a tier that checks gin builds no Rust)."""
     from bench.core.settings import Settings
     from bench.infra.server import build
     logs = tmp_path_factory.mktemp("builds")
-    for spec in manifest.discover().values():
-        build(spec, Settings(), logs / f"build-{spec.id}.log")
+    done: set[str] = set()
+
+    def ensure(spec) -> None:
+        if spec.id not in done:
+            build(spec, Settings(), logs / f"build-{spec.id}.log")
+            done.add(spec.id)
+    return ensure
+
+
+@pytest.fixture
+def built(request, builder):
+    """The parametrised `variant`'s server, built (see `builder`)."""
+    callspec = getattr(request.node, "callspec", None)
+    variant = callspec.params.get("variant") if callspec else None
+    if variant is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: `built` needs a `variant` parameter")
+    builder(variant.server)
     return True

@@ -106,6 +106,10 @@ class ServerSpec:
     # ("work-stealing": Go, tokio's multi-threaded runtime) or each thread runs an event
     # loop of its own that keeps its connections ("per-thread": actix), like a process
     scheduler: str = "per-thread"
+    # the server's own unit tests (`make test`, bench/cli/unit_tests.py): commands run in
+    # its folder, the first ones after its build when `after_build` (npm test needs the
+    # node_modules the build installs)
+    unit_tests: "UnitTests | None" = None
 
     @property
     def label(self) -> str:
@@ -222,6 +226,25 @@ def _exemptions(data: dict, path: Path) -> dict:
     return dict(table)
 
 
+@dataclass(frozen=True)
+class UnitTests:
+    """[unit_tests] of a manifest: `commands` (argv lists, placeholders {servers_dir} and
+    {cache_dir}) run in the server's folder; `after_build`: build the server first."""
+    commands: tuple[tuple[str, ...], ...]
+    after_build: bool = False
+
+
+def _unit_tests(data: dict, path: Path) -> UnitTests | None:
+    table = data.get("unit_tests")
+    if table is None:
+        return None
+    commands = table.get("commands") if isinstance(table, dict) else None
+    if not commands or not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c)
+                               for c in commands):
+        raise ManifestError(f"{path}: [unit_tests] needs commands = [[\"argv\", ...], ...]")
+    return UnitTests(tuple(tuple(c) for c in commands), bool(table.get("after_build", False)))
+
+
 def parse_toolchain(data: dict, path: Path) -> Toolchain | None:
     """[toolchain] of a server's manifest.toml or a proxy's proxy.toml (bench.infra.proxy)."""
     table = data.get("toolchain")
@@ -304,6 +327,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         requires=tuple(str(t) for t in data.get("requires", [])),
         toolchain=parse_toolchain(data, path),
         suite=_suite(data, databases, path),
+        unit_tests=_unit_tests(data, path),
     )
 
 

@@ -121,22 +121,35 @@ def tree_hash(path: Path) -> str:
 def shared_code(spec: ServerSpec) -> list[Path]:
     """What of its servers folder a server uses besides its own folder: every sibling
     entry its files name as a path ("../_pycommon", "{servers_dir}/django",
-    "servers/_rscommon"), and for a Cargo workspace member the workspace's Cargo.toml
-    and Cargo.lock."""
+    "servers/_rscommon"), and what those entries name in turn (actix-web's _rsactix uses
+    _rscommon); for a Cargo workspace member, the workspace's Cargo.toml and Cargo.lock."""
     root = spec.dir.parent
     siblings = {p.name: p for p in root.iterdir() if p.name != spec.dir.name}
-    used = set()
-    for f in _files(spec.dir):
+    used: set[str] = set()
+    to_read = [spec.dir]
+    while to_read:
+        for name in _named_siblings(to_read.pop(), siblings) - used:
+            used.add(name)
+            # shared code is read in turn; another server's folder (django_asgi runs
+            # django's project) is used as it is, not what it names
+            if siblings[name].is_dir() and not (siblings[name] / "manifest.toml").exists():
+                to_read.append(siblings[name])
+    if (spec.dir / "Cargo.toml").exists():
+        used |= {n for n in ("Cargo.toml", "Cargo.lock") if n in siblings}
+    return [siblings[n] for n in sorted(used)]
+
+
+def _named_siblings(folder: Path, siblings: dict[str, Path]) -> set[str]:
+    named = set()
+    for f in _files(folder):
         try:
             text = f.read_text(errors="ignore")
         except OSError:
             continue
         for name in siblings:
-            if re.search(r"(\.\./|servers_dir\}/|servers/)" + re.escape(name) + r"\b", text):
-                used.add(name)
-    if (spec.dir / "Cargo.toml").exists():
-        used |= {n for n in ("Cargo.toml", "Cargo.lock") if n in siblings}
-    return [siblings[n] for n in sorted(used)]
+            if re.search(r"(\.\./|servers_dir\}/)" + re.escape(name) + r"\b", text):
+                named.add(name)
+    return named
 
 
 def code_hash(spec: ServerSpec) -> str:

@@ -88,7 +88,7 @@ def environment() -> dict:
 
 def build_env() -> dict:
     """Build settings given through the environment rather than the servers' files
-    (`make test` sets CARGO_PROFILE_RELEASE_*: see the Makefile), so a run built with
+    (a user may set CARGO_PROFILE_RELEASE_* to build another profile), so a run built with
     them says so; {} when none is set."""
     found = {k: v for k, v in sorted(os.environ.items()) if k.startswith("CARGO_PROFILE_")}
     return {"build_env": found} if found else {}

@@ -235,13 +235,23 @@ class ConnectionSpread:
         self._thread.start()
         return self
 
+    def client_started(self) -> None:
+        """The client is running: `at_s` and `until_s` count from now rather than from
+        the context's start (a generator that takes long to start on a loaded machine
+        would otherwise be read before it had connected)."""
+        self._started = time.monotonic()
+
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
 
     def _watch(self) -> None:
-        if self._stop.wait(self.at_s):
-            return
+        while True:          # until at_s after the latest start (client_started moves it)
+            left = self._started + self.at_s - time.monotonic()
+            if left <= 0:
+                break
+            if self._stop.wait(left):
+                return
         self._read()
         deadline = self._started + self.until_s
         while (self.expect is not None and (self.total or 0) < self.expect
@@ -254,13 +264,19 @@ class ConnectionSpread:
             if self.server.spec.worker_check.count == "processes":
                 per_process = self.host.connections_on_port(
                     self.server.worker_processes(), port)
-                self.per_process, self.total = per_process, sum(per_process.values())
+                total = sum(per_process.values())
             else:
+                per_process = None
                 tree = self.host.tree(self.server.proc.pid)
-                self.total = sum(self.host.connections_on_port(tree, port).values())
+                total = sum(self.host.connections_on_port(tree, port).values())
         except Exception:  # noqa: BLE001 - a figure missing, never a sample lost
-            self.per_process = self.total = None
-
+            return
+        if self._stop.is_set():
+            # the window ended while the processes were read: the last ones may have been
+            # read after the client closed its connections, so this is no reading of the
+            # window (an earlier one, if any, stays the figure)
+            return
+        self.per_process, self.total = per_process, total
     def figures(self) -> dict | None:
         """{total, per_worker (sorted, largest first), min, max} or None if not read."""
         if self.total is None:

@@ -2,6 +2,8 @@
 asked for with all its workers, list its processes, stop its whole process group."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import re
 import signal
 import sys
@@ -101,13 +103,14 @@ def run_build(name: str, argv: list[str], folder: Path, cache_dir: str, log_path
     if not host.remote:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
     # a build on another machine gets the harness's build settings given through the
-    # environment (make test's CARGO_PROFILE_RELEASE_*), which SSH does not carry: the
+    # environment (a user's CARGO_PROFILE_RELEASE_*), which SSH does not carry: the
     # run records them once (environment.build_env) for every host it builds on
     env = {**host.base_environment(), **build_env().get("build_env", {})} \
         if host.remote else None
     try:
-        done = host.run(argv, cwd=host.project_path(folder), timeout=BUILD_TIMEOUT_S,
-                        stop_signal=signal.SIGTERM, env=env)
+        with _build_lock(name, cache_dir, host):
+            done = host.run(argv, cwd=host.project_path(folder), timeout=BUILD_TIMEOUT_S,
+                            stop_signal=signal.SIGTERM, env=env)
     except FileNotFoundError as exc:
         raise ServerError(f"build of {name} failed: {exc.filename} is not installed "
                           f"(`make setup` installs the toolchains)") from exc
@@ -118,6 +121,21 @@ def run_build(name: str, argv: list[str], folder: Path, cache_dir: str, log_path
     if done.returncode != 0:
         raise ServerError(f"build of {name} failed (exit {done.returncode})", log_path)
     return done.wall_s
+
+
+@contextlib.contextmanager
+def _build_lock(name: str, cache_dir: str, host: Host):
+    """One build of a server at a time on this machine: the test suite's parallel workers
+    (or two runs) that need the same server wait for the first one's build, then find it
+    up to date, instead of two `npm ci` emptying one node_modules under each other."""
+    if host.remote:
+        yield
+        return
+    folder = Path(cache_dir) / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"build-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 # Workers of a multi-process server start in parallel after the first one answers

@@ -122,6 +122,7 @@ class Measurer:
         def generator_started(pid: int) -> None:
             client_pid.append(pid)
             sampler.place("client", [pid])
+            spread.client_started()
         with foreign, sampler, spread:
             generator, result = self._run(request, on_start=generator_started,
                                           name=case.load.generator)

@@ -21,6 +21,7 @@ from bench.infra.hosts import Hosts
 from bench.infra.proxy import available_proxies
 from bench.load import LoadError, k6, oha, wrk
 from bench.paths import REPO
+from bench.setup.install import SCRIPTS as INSTALLED_ON_FIRST_USE, install
 
 INSTALL = "`make setup` installs it"
 
@@ -179,6 +180,16 @@ def writable(folder: Path) -> str | None:
     return None
 
 
+def _present(tool: str, host) -> bool:
+    if tool == "k6":
+        try:
+            k6.require_k6(host)
+        except LoadError:
+            return False
+        return True
+    return bool(host.which(tool))
+
+
 def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
              needs: Needs = FOR_RUN) -> list[str]:
     """Everything missing, on every host that has a role (all here without --hosts)."""
@@ -190,6 +201,11 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
     for tool, why in tools_needed(context, cases, needs).items():
         # the load generators run on the client's host, everything else on the server's
         host = client if tool in ("wrk", "oha", "k6") else server
+        if tool in INSTALLED_ON_FIRST_USE and host is LOCAL and not _present(tool, host):
+            failure = install(tool)            # built lazily, on first use (bench.setup.install)
+            if failure:
+                found.append(f"{failure} (needed for {why})")
+                continue
         if tool == "k6":
             # in the harness's tool folder (scripts/install_k6.sh), and new enough
             try:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.e2e.test_run_bench import PORTS, REPO, run_bench
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.measure]
 FIXTURES = REPO / "tests" / "fixtures"
 SHORT = ["--tests", "plain", "--repeat", "6", "--duration", "1", "--warmup", "0.5",
          "--connections", "8", *PORTS]

@@ -18,7 +18,8 @@ import pytest
 from bench.storage import results
 from tests.e2e.test_run_bench import FIXTURES, PORTS, REPO, load_running, port_is_free, run_bench
 
-pytestmark = pytest.mark.e2e
+from tests.conftest import HARNESS_PORTS
+pytestmark = [pytest.mark.e2e, HARNESS_PORTS]
 OUR_PORTS = ("19081", "19082", "16433", "14307")
 
 
@@ -108,7 +109,7 @@ class Harness:
 
 
 def a_db_run(tmp_path: Path, *extra: str) -> Harness:
-    return Harness("--servers", "actix-web", "--tests", "get_user,plain", "--databases",
+    return Harness("--servers", "gin", "--tests", "get_user,plain", "--databases",
                    "postgres", "--orm", "raw", "--repeat", "2", "--duration", "3",
                    "--warmup", "2", "--no-ceiling", "--order-seed", "3",
                    "--results-dir", str(tmp_path), *extra)
@@ -206,10 +207,10 @@ def postmaster(port: str) -> psutil.Process | None:
 
 
 def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_next(tmp_path):
-    run = Harness("--servers", "actix-web", "--tests", "get_user", "--databases", "postgres",
+    run = Harness("--servers", "gin", "--tests", "get_user", "--databases", "postgres",
                   "--orm", "raw", "--repeat", "3", "--duration", "3", "--warmup", "0",
                   "--no-ceiling", "--results-dir", str(tmp_path))
-    run.wait_for("[1/3] actix-web/postgres/raw/get_user@c64 round 1: measure")
+    run.wait_for("[1/3] gin/postgres/raw/get_user@c64 round 1: measure")
     # killed while wrk loads the first sample (--warmup 0: its wrk is the measured one)
     assert load_running(alive=lambda: run.proc.poll() is None), run.output[-3000:]
     victim = postmaster("16433")
@@ -228,14 +229,14 @@ def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_nex
 
 
 def test_a_server_killed_mid_run_fails_its_sample_and_the_suite_goes_on(tmp_path):
-    run = Harness("--servers", "actix-web", "--tests", "plain,to_json", "--repeat", "1",
+    run = Harness("--servers", "gin", "--tests", "plain,to_json", "--repeat", "1",
                   "--duration", "3", "--warmup", "0", "--no-ceiling", "--order-seed", "1",
                   "--results-dir", str(tmp_path))
     run.wait_for("[1/2]")
     run.wait_for(": measure")
     # killed while wrk loads the first case (--warmup 0: its wrk is the measured one)
     assert load_running(alive=lambda: run.proc.poll() is None), run.output[-3000:]
-    servers = [p for p in run_processes() if p.name().startswith("webbench-actix")]
+    servers = [p for p in run_processes() if p.name() == "server" and "gin" in p.exe()]
     assert servers
     for proc in servers:
         proc.kill()
@@ -267,18 +268,18 @@ def test_the_stress_checks_run_a_burst_and_compare_the_workers(tmp_path):
 
 
 def test_rerun_failed_measures_only_the_failed_cases_again_and_keeps_history(tmp_path):
-    out = run_bench("--servers", "never_ready,actix-web", "--servers-dir", str(FIXTURES),
+    out = run_bench("--servers", "never_ready,gin", "--servers-dir", str(FIXTURES),
                     "--tests", "plain", "--no-ceiling", "--repeat", "1", "--duration", "1",
                     "--warmup", "0", "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 1, out.stdout[-2000:]
     first = stored(tmp_path)
-    ok_before = next(c for c in first["cases"] if c["server"] == "actix-web")["samples"][0]
+    ok_before = next(c for c in first["cases"] if c["server"] == "gin")["samples"][0]
     run_dir = results.latest_run(tmp_path)
     again = run_bench("--rerun-failed", str(run_dir), "--servers-dir", str(FIXTURES), *PORTS)
     assert again.returncode == 1, again.stdout[-2000:] + again.stderr[-2000:]
     doc = stored(tmp_path)
     by_server = {c["server"]: c for c in doc["cases"]}
-    assert by_server["actix-web"]["samples"][0] == ok_before          # not measured again
+    assert by_server["gin"]["samples"][0] == ok_before          # not measured again
     failed = by_server["never_ready"]
     assert failed["status"] == "failed" and len(failed["history"]) == 1
     assert failed["history"][0]["samples"][0]["status"] == "failed"

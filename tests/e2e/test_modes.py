@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.test_run_bench import PORTS, only_run, run_bench
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.measure]
 SHORT = ["--repeat", "1", "--duration", "1", "--warmup", "0"]
 
 
@@ -21,7 +21,7 @@ def by_key(doc: dict) -> dict:
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="CPU placement needs 2 CPUs")
 def test_sweep_close_ceiling_and_placement(tmp_path):
-    out = run_bench("--servers", "actix-web", "--tests", "plain,get_user", "--databases",
+    out = run_bench("--servers", "gin", "--tests", "plain,get_user", "--databases",
                     "postgres", "--orm", "raw", "--connections", "8,32",
                     "--connection-mode", "keep-alive,close", "--server-cpus", "0",
                     "--client-cpus", "1", "--db-cpus", "1", *SHORT,
@@ -29,7 +29,7 @@ def test_sweep_close_ceiling_and_placement(tmp_path):
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-3000:]
     doc = only_run(tmp_path)
     cases = by_key(doc)
-    # 2 tests x 2 levels x 2 modes for actix-web, plain x 2 x 2 for the nginx ceiling
+    # 2 tests x 2 levels x 2 modes for gin, plain x 2 x 2 for the nginx ceiling
     assert len(cases) == 12
     assert doc["load"]["levels"] == [
         {"connections": 8, "threads": 1, "connections_requested": 8},
@@ -63,28 +63,29 @@ def only_run_dir(results_dir):
     return results.latest_run(results_dir)
 
 
+@pytest.mark.full          # oha (--rate): `make test-all`
 def test_behind_a_proxy_and_latency_at_fixed_rates(tmp_path):
-    out = run_bench("--servers", "actix-web", "--tests", "plain", "--connections", "16",
+    out = run_bench("--servers", "gin", "--tests", "plain", "--connections", "16",
                     "--behind", "none,nginx", "--rate", "50%,2000000", "--knee-p99", "50",
                     "--no-ceiling", "--repeat", "1", "--duration", "2", "--warmup", "1",
                     "--results-dir", str(tmp_path), *PORTS)
     doc = only_run(tmp_path)
     cases = by_key(doc)
     assert len(cases) == 2 + 2 * 2, list(cases)
-    direct = cases[("actix-web", "plain", 16, "keep-alive", "none", None)]
-    behind = cases[("actix-web", "plain", 16, "keep-alive", "nginx", None)]
+    direct = cases[("gin", "plain", 16, "keep-alive", "none", None)]
+    behind = cases[("gin", "plain", 16, "keep-alive", "nginx", None)]
     for case in (direct, behind):
         assert case["status"] == "ok", case["reason"]
     assert "proxy" in behind["samples"][0]["resources"]
     assert "proxy" not in direct["samples"][0]["resources"]
-    half = cases[("actix-web", "plain", 16, "keep-alive", "none", "50%")]["samples"][0]
+    half = cases[("gin", "plain", 16, "keep-alive", "none", "50%")]["samples"][0]
     assert half["status"] == "ok", half["reason"]
     rate = half["summary"]["rate"]
     assert rate["asked"] == pytest.approx(0.5 * direct["stats"]["requests_per_sec"]["median"])
     assert rate["achieved"] >= 0.95 * rate["asked"]
     assert half["generator"]["name"] == "oha" and "--latency-correction" in half["generator"]["command"]
     # a rate no machine here can send is reported as not reached, not stored as a figure
-    absurd = cases[("actix-web", "plain", 16, "keep-alive", "none", "2000000")]["samples"][0]
+    absurd = cases[("gin", "plain", 16, "keep-alive", "none", "2000000")]["samples"][0]
     assert absurd["status"] == "invalid" and "asked for 2,000,000 req/s" in absurd["reason"]
     assert out.returncode == 1          # the unreachable points are not ok
     md = (only_run_dir(tmp_path) / "tables.md").read_text()
@@ -101,7 +102,7 @@ def test_behind_a_proxy_and_latency_at_fixed_rates(tmp_path):
     (["--connections", "16,x"], "is not a number or a comma-separated list"),
 ])
 def test_bad_modes_exit_2_with_the_valid_choices(tmp_path, flags, message):
-    out = run_bench("--servers", "actix-web", *flags, "--results-dir", str(tmp_path), *PORTS)
+    out = run_bench("--servers", "gin", *flags, "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
     assert message in out.stderr
     assert not list(tmp_path.iterdir())

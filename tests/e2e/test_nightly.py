@@ -12,7 +12,7 @@ import pytest
 from bench.paths import REPO
 from bench.storage import calibration, results
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.measure]
 MACHINE = "nightly-e2e"
 # the nightly preset's figures overridden (they come after --preset nightly), one wrk
 # thread as every e2e test, a port of its own

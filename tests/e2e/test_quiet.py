@@ -13,7 +13,7 @@ import pytest
 from bench.storage import results
 from tests.e2e.test_run_bench import FIXTURES, PORTS, run_bench
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.measure]
 
 
 @pytest.fixture

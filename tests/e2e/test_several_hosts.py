@@ -15,7 +15,8 @@ from bench.storage import results
 from tests.e2e.test_faults import Harness, nothing_left, stored
 from tests.netns.testbed import netns_testbed  # noqa: F401 - the module's fixture
 
-pytestmark = pytest.mark.e2e
+from tests.conftest import HARNESS_PORTS
+pytestmark = [pytest.mark.e2e, HARNESS_PORTS]
 
 
 def hosts_files(bed, tmp_path):
@@ -58,11 +59,11 @@ def server_env(proc) -> bool:
 def test_client_server_and_database_on_three_hosts(netns_testbed, tmp_path):
     bed = netns_testbed
     hosts, config = hosts_files(bed, tmp_path)
-    run = Harness("--hosts", str(hosts), "--ssh-config", str(config), "--servers", "actix-web",
+    run = Harness("--hosts", str(hosts), "--ssh-config", str(config), "--servers", "gin",
                   "--tests", "get_user,plain", "--databases", "postgres", "--orm", "raw",
                   "--repeat", "1", "--duration", "2", "--warmup", "0", "--no-ceiling",
                   "--order-seed", "2", "--results-dir", str(tmp_path / "results"))
-    run.wait_for("actix-web/postgres/raw/get_user@c64 round 1: measure")
+    run.wait_for("gin/postgres/raw/get_user@c64 round 1: measure")
     inode = {role: node.net_inode() for role, node in bed.nodes.items()}
     # wrk is started on the client host through its agent: found once it runs
     deadline = time.monotonic() + 60
@@ -117,7 +118,7 @@ def test_a_server_host_without_sftp_loses_its_logs_never_its_cases(netns_testbed
                      f'port = {NO_SFTP_PORT}\nworkdir = "{REPO}"\n')
     try:
         run = Harness("--hosts", str(hosts), "--ssh-config", str(config),
-                      "--servers", "actix-web", "--tests", "plain,to_json", "--repeat", "1",
+                      "--servers", "gin", "--tests", "plain,to_json", "--repeat", "1",
                       "--duration", "1", "--warmup", "0", "--no-ceiling", "--order-seed", "2",
                       "--results-dir", str(tmp_path / "results"))
         assert run.finish(timeout=300) == 0, run.output[-4000:]

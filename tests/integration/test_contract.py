@@ -14,10 +14,11 @@ from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.server import log_tail
 from bench.verify import verified_server
-from tests.conftest import TEST_SERVER_PORT
+from tests.conftest import TEST_SERVER_PORT, selected_servers
 
-pytestmark = pytest.mark.integration
-SPECS = manifest.discover()
+# server_checks: `make test-changed` runs these for the servers a change selects
+pytestmark = [pytest.mark.integration, pytest.mark.server_checks]
+SPECS = selected_servers(manifest.discover())
 VARIANTS = [Variant(spec, d, o) for spec in SPECS.values() for d, o in spec.variants()] + \
            [Variant(spec, "none", False) for spec in SPECS.values()]
 # Two workers are enough to check answers and keep the suite quick on a small machine;

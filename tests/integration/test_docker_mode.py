@@ -34,6 +34,7 @@ from bench.infra.server import build, log_tail
 from bench.verify import verifier
 
 pytestmark = [
+    pytest.mark.full,                     # `make test-all` only (axum, a Rust build)
     pytest.mark.integration,
     pytest.mark.skipif(not databases.docker_engine_answers(),
                        reason="no Docker engine answers `docker info`"),

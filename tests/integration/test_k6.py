@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.setup.install import install
 from bench.core import manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
@@ -19,12 +20,15 @@ from bench.load import for_request, k6
 from bench.load.generator import LoadRequest
 from tests.conftest import TEST_SERVER_PORT
 
-pytestmark = pytest.mark.integration
+# `make test-all` only: every load generator besides wrk
+pytestmark = [pytest.mark.integration, pytest.mark.full]
 SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory):
+    failure = install("k6")   # built on first use, as a run does (bench.setup.install)
+    assert failure is None, failure
     k6.require_k6()       # a missing or too-old k6 fails here, with the install hint
     logs = tmp_path_factory.mktemp("k6")
     with running_server(Variant(manifest.discover()["nginx"], "none", False), SETTINGS,

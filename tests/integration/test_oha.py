@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from bench.setup.install import install
 from bench.core import histogram, manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
@@ -22,13 +23,16 @@ from bench.load import oha
 from bench.load.oha import OhaSettings
 from tests.conftest import TEST_SERVER_PORT
 
-pytestmark = pytest.mark.integration
+# `make test-all` only: every load generator besides wrk
+pytestmark = [pytest.mark.integration, pytest.mark.full]
 SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory):
     """actix-web with no database: plain and to json need none."""
+    failure = install("oha")   # built on first use, as a run does (bench.setup.install)
+    assert failure is None, failure
     oha.require_oha()     # a missing oha fails here, with the install hint
     spec = manifest.discover()["actix-web"]
     logs = tmp_path_factory.mktemp("oha")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.setup.install import install
 from bench.core import histogram, manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
@@ -20,12 +21,15 @@ from bench.load import for_request, oha, wrk
 from bench.load.generator import LoadRequest
 from tests.conftest import TEST_SERVER_PORT
 
-pytestmark = pytest.mark.integration
+# `make test-all` only: every load generator besides wrk
+pytestmark = [pytest.mark.integration, pytest.mark.full]
 SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory):
+    failure = install("oha")   # built on first use, as a run does (bench.setup.install)
+    assert failure is None, failure
     oha.require_oha()     # a missing oha fails here, with the install hint
     logs = tmp_path_factory.mktemp("oha-closed")
     with running_server(Variant(manifest.discover()["nginx"], "none", False), SETTINGS,

@@ -38,7 +38,10 @@ PROXIES = available_proxies()
 NGINX = PROXIES["nginx"]
 # every proxy folder: what holds for one holds for all (answers passed through unchanged,
 # contract verification, upstream keep-alive, a prompt 502, nothing left behind)
-each_proxy = pytest.mark.parametrize("proxy_spec", list(PROXIES.values()), ids=list(PROXIES))
+# nginx in every tier; the others (Traefik built from source: minutes) in `make test-all`
+each_proxy = pytest.mark.parametrize(
+    "proxy_spec", [pytest.param(spec, marks=() if name == "nginx" else pytest.mark.full)
+                   for name, spec in PROXIES.items()], ids=list(PROXIES))
 
 # (method, path, token header, JSON body): the requests compared direct vs proxied
 REQUESTS = [

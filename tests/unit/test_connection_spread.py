@@ -51,3 +51,31 @@ def test_a_window_that_ends_first_stops_the_reading():
     with ConnectionSpread(server(), at_s=60, host=host, expect=3, until_s=60) as spread:
         pass
     assert host.readings == 0 and spread.figures() is None
+
+
+class ReadOutlastsTheWindow:
+    """The first reading ends normally; the second is still reading when the window
+    ends (the client has gone), and finds nothing."""
+
+    def __init__(self):
+        self.readings = 0
+        self.second_begun, self.window_over = threading.Event(), threading.Event()
+
+    def connections_on_port(self, refs, port):
+        self.readings += 1
+        if self.readings == 1:
+            return {1: 3, 2: 2}
+        self.second_begun.set()
+        assert self.window_over.wait(30)
+        return {1: 0, 2: 0}
+
+
+def test_a_reading_that_outlasts_the_window_is_not_the_windows_figure():
+    host = ReadOutlastsTheWindow()
+    spread = ConnectionSpread(server(), at_s=0, host=host, expect=8, until_s=60)
+    with spread:
+        assert host.second_begun.wait(30)
+        spread._stop.set()           # what leaving the context does: the window is over
+        host.window_over.set()
+    assert spread.figures() == {"total": 5, "per_worker": [3, 2], "min": 2, "max": 3}
+

@@ -144,8 +144,11 @@ def test_records_read_back_what_they_wrote(sample_doc, tmp_path):
 # ------------------------------------------------------------------ the runner's document
 
 @pytest.fixture
-def runner_run(tmp_path):
-    """A run as the runner makes it: its real constructor, every mode that adds a key."""
+def runner_run(tmp_path, monkeypatch):
+    """A run as the runner makes it: its real constructor, every mode that adds a key.
+    oha's version is the one thing asked of a tool: a unit test does not need oha built."""
+    from bench.load import oha
+    monkeypatch.setattr(oha.Oha, "version", lambda self, host=None: f"oha {oha.OHA_VERSION}")
     from bench.core import manifest
     from bench.core.plan import plan
     from bench.core.settings import Settings

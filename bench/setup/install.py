@@ -1,0 +1,44 @@
+"""The tools built from a registry (oha from crates.io, k6 from the Go module proxy) are
+installed when a run or a test first needs them, not at set-up: a `make test` that never
+sends oha's load builds no oha (about 7 minutes of cargo on 2 cores). The install
+scripts stay the one place that knows how (scripts/install_oha.sh, install_k6.sh), and
+`make setup`-style installs through them still work by hand.
+
+On this machine only: a remote host gets the tools through its own `make setup`.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.paths import REPO
+
+SCRIPTS = {"oha": "install_oha.sh", "k6": "install_k6.sh"}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "webbench"
+
+
+def install(tool: str) -> str | None:
+    """Runs the tool's install script (it does nothing when the pinned version is there
+    already); None when it succeeded, else what went wrong with the log's tail. One
+    install at a time on this machine (the test suite's workers may ask together)."""
+    script = REPO / "scripts" / SCRIPTS[tool]
+    logs = cache_dir() / "setup-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log = logs / f"{tool}.log"
+    with open(logs / f"install-{tool}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        print(f"{tool} is needed and not installed: installing it now (first use; its "
+              f"log: {log})", file=sys.stderr, flush=True)
+        with open(log, "w") as out:
+            done = subprocess.run(["bash", str(script)], stdout=out, stderr=subprocess.STDOUT,
+                                  cwd=REPO)
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        return f"installing {tool} failed (exit {done.returncode}): " + " / ".join(tail)
+    return None

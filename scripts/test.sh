@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The test tiers (the Makefile's test targets call this after the set-up):
+#
+#   scripts/test.sh quick   [BASE]  make test: every test of the harness itself, every
+#                                   server's own unit tests, and the per-server checks
+#                                   (contract, fuzzing) of the servers whose files changed
+#   scripts/test.sh all             make test-all: everything, every server, every
+#                                   generator and proxy (what .ci/run runs)
+#   scripts/test.sh changed [BASE]  make test-changed: the servers a change selects (a
+#                                   harness change selects everything: then as `all`)
+#
+# BASE: what the change is measured against (bench/cli/changed.py; default the merge
+# base with the default branch, else HEAD~1). Each phase is timed; every phase runs even
+# after one failed, and the exit status is non-zero when any did.
+#
+# COVERAGE=1: pytest runs under coverage.py (.coveragerc: bench/, every Python process
+# the tests start), and the tier ends with the share of bench/'s lines covered.
+#
+# Phases: the servers' own unit tests; pytest's parallel phase (TEST_WORKERS xdist
+# workers, default 2, --dist loadgroup: the tests on fixed ports share a group and run
+# on one worker); then the tests marked `measure` alone and serially, so that no other
+# test shares the machine with a test that judges speed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tier="${1:-}"
+base="${2:-}"
+py=.venv/bin/python
+workers="${TEST_WORKERS:-2}"
+case "$tier" in quick|all|changed) ;; *) echo "usage: $0 quick|all|changed [BASE]" >&2; exit 2 ;; esac
+
+timings=$(mktemp)
+failed=0
+started=$(date +%s)
+phase() {                      # phase NAME COMMAND...: run, time, remember a failure
+  local name="$1" t0 rc=0; shift
+  t0=$(date +%s)
+  echo "== $name"
+  "$@" || rc=$?
+  printf '  %-58s %5d s%s\n' "$name" "$(( $(date +%s) - t0 ))" \
+    "$([ "$rc" -eq 0 ] && echo "" || echo "  FAILED (exit $rc)")" >> "$timings"
+  [ "$rc" -eq 0 ] || failed=1
+}
+runner=("$py" -m pytest)
+if [ "${COVERAGE:-0}" = 1 ]; then
+  rm -rf .coverage-data && mkdir -p .coverage-data
+  runner=("$py" -m coverage run -m pytest)
+fi
+pytest_phase() {               # pytest_phase NAME ARGS...: exit 5 (nothing collected) is a failure
+  phase "$1" "${runner[@]}" -p no:cacheprovider "${@:2}"
+}
+
+selection=$(mktemp)
+case "$tier" in
+  all)
+    echo "selected servers: every server (make test-all)"
+    echo all > "$selection" ;;
+  quick)
+    "$py" -m bench.cli.changed --rule servers ${base:+--base "$base"} --write "$selection" || exit 2 ;;
+  changed)
+    "$py" -m bench.cli.changed --rule full ${base:+--base "$base"} --write "$selection" || exit 2
+    if [ "$(cat "$selection")" = all ]; then
+      exec "$0" all
+    fi ;;
+esac
+servers=$(cat "$selection")
+export BENCH_TEST_SERVERS="$servers"
+parallel=(-n "$workers" --dist loadgroup)
+
+case "$tier" in
+  quick)
+    phase "servers' own unit tests (every server)" "$py" -m bench.cli.unit_tests --servers all
+    pytest_phase "pytest, parallel ($workers workers): harness; contract of: ${servers:-none}" \
+      "${parallel[@]}" -m "not full and not measure"
+    pytest_phase "pytest, serial: the tests that measure" -m "measure and not full" ;;
+  all)
+    phase "servers' own unit tests (every server)" "$py" -m bench.cli.unit_tests --servers all
+    pytest_phase "pytest, parallel ($workers workers): everything but measure" \
+      "${parallel[@]}" -m "not measure"
+    pytest_phase "pytest, serial: the tests that measure" -m "measure" ;;
+  changed)
+    if [ -z "$servers" ]; then
+      echo "no server's checks to run"
+    else
+      phase "servers' own unit tests ($servers)" "$py" -m bench.cli.unit_tests --servers "$servers"
+      pytest_phase "pytest, parallel ($workers workers): contract and fuzzing of $servers" \
+        "${parallel[@]}" -m "server_checks"
+    fi ;;
+esac
+
+if [ "${COVERAGE:-0}" = 1 ]; then
+  "$py" -m coverage combine -q && "$py" -m coverage report > .coverage-data/report.txt
+  echo "coverage of bench/ ($tier): $(tail -n 1 .coverage-data/report.txt)  (per file: .coverage-data/report.txt)"
+fi
+echo
+echo "test phases (wall seconds):"
+cat "$timings"
+printf '  %-58s %5d s\n' "whole tier ($tier)" "$(( $(date +%s) - started ))"
+rm -f "$timings" "$selection"
+exit "$failed"
