@@ -2,9 +2,13 @@
 values or not what an OpenAPI parameter can describe: raw bytes bodies (invalid UTF-8,
 lone surrogate escapes, numbers past float range, nesting deeper than any parser's
 stack, a body of megabytes, trailing bytes), ids that a lax parser reads as numbers
-(Unicode digits, a sign, blanks, hex, an encoded slash) and undecodable query escapes.
-The contract's answer for each is known; the responses are held to the OpenAPI
-document like the generated ones (tests/integration/fuzzing.py sends them).
+(Unicode digits, a sign, blanks, hex, an encoded slash), undecodable query escapes, and
+the database suite's n in every form its clamping has to survive (empty, signs, blanks,
+points, exponents, Unicode digits, leading zeros, values that wrap around in 32 or 64
+bits, a thousand digits, several n, escapes). The contract's answer for each is known
+(for n: how many rows); the responses are held to the OpenAPI document like the
+generated ones (tests/integration/fuzzing.py sends them; those without a body go out
+byte for byte).
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ class Edge:
     # a body the server may read as valid (it may also refuse it): the values it
     # must then store and answer
     fields: tuple[str, str] | None = None
+    # the database suite: how many rows the answer may have (n clamped to 1..500); a
+    # form the contract calls neither a number nor not one allows 1 and its value
+    rows: frozenset[int] | None = None
 
 
 def _patch(what: str, body: bytes, statuses=BAD_BODY, fields=None) -> Edge:
@@ -81,7 +88,72 @@ QUERIES = [
          query="param1=%FF%FE&param2=b&param3=c")
     for path in ("/plain/", "/to_json/")
 ]
-EDGES = BODIES + IDS + QUERIES
+
+# The suite's n: (what, raw query, rows allowed). Missing, empty, not a number or below
+# 1 is 1; above 500 is 500; ASCII digits are the number (leading zeros included). A
+# sign, blanks, a non-ASCII digit, an exponent or a point with an integral value: the
+# contract does not say whether that is a number, so its value is allowed as well as 1.
+N_FORMS = [
+    ("n missing", "", {1}),
+    ("n empty", "n=", {1}),
+    ("n without '='", "n", {1}),
+    ("n=0", "n=0", {1}),
+    ("n=-0", "n=-0", {1}),
+    ("n=-3", "n=-3", {1}),
+    ("n=-501", "n=-501", {1}),
+    ("n=1.5", "n=1.5", {1}),
+    ("n=5.0", "n=5.0", {1, 5}),
+    ("n=1e2", "n=1e2", {1, 100}),
+    ("n=abc", "n=abc", {1}),
+    ("digits then letters", "n=7abc", {1}),
+    ("NaN", "n=NaN", {1}),
+    ("Infinity", "n=Infinity", {1, 500}),
+    ("hexadecimal", "n=0x10", {1, 16}),
+    ("encoded plus sign", "n=%2B5", {1, 5}),
+    ("'+' (a blank in a query) before the digits", "n=+5", {1, 5}),
+    ("trailing blank", "n=5%20", {1, 5}),
+    ("fullwidth digit five", "n=%EF%BC%95", {1, 5}),
+    ("Arabic-Indic digit three", "n=%D9%A3", {1, 3}),
+    ("NUL", "n=%00", {1}),
+    ("NUL after a digit", "n=5%00", {1}),
+    ("undecodable escape", "n=%ZZ", {1}),
+    ("escape that is not UTF-8", "n=%FF", {1}),
+    ("n=%35 (an escaped 5)", "n=%35", {5}),
+    ("leading zeros", "n=0020", {20}),
+    ("twenty digits, leading zeros", "n=00000000000000000007", {7}),
+    # (499 and 500 are schemathesis's coverage cases, 501 too but kept: the one edge of
+    # the three that /updates/ and /cached/ also get)
+    ("n=501", "n=501", {500}),
+    ("2**31 (past a signed 32-bit int)", "n=2147483648", {500}),
+    ("2**32 + 5 (wraps to 5 in 32 bits)", "n=4294967301", {500}),
+    ("2**64 + 7 (wraps to 7 in 64 bits)", "n=18446744073709551623", {500}),
+    ("-(2**64) + 3 (wraps to 3 in 64 bits)", "n=-18446744073709551613", {1}),
+    # long, but within every HTTP server's request-line limit (gunicorn's is 4094 bytes)
+    ("1,000 digits", "n=" + "9" * 1_000, {500}),
+    ("n twice (which one counts is open)", "n=3&n=4", {3, 4}),
+    ("n among other parameters", "x=9&n=6&y=%3Cscript%3E", {6}),
+    ("N (names are case-sensitive)", "N=5", {1}),
+    ("PHP-style array n[] (not n)", "n%5B%5D=5", {1}),
+]
+# Every form goes to /queries/. /updates/ (a write per row) and /cached/ (cold: a read
+# per row) get the forms that tell one parser from another, and only two that must
+# answer 500 rows (each is 500 statements, or 1,000 for /updates/).
+FEWER_FORMS = ("n missing", "n empty", "n=0", "n=-3", "n=1.5", "n=abc", "leading zeros",
+               "n=%35 (an escaped 5)", "undecodable escape", "n=501",
+               "2**32 + 5 (wraps to 5 in 32 bits)", "n twice (which one counts is open)")
+
+
+def _suite_get(path: str, what: str, query: str, rows) -> Edge:
+    return Edge(what, "GET", path, path, frozenset({200}), query=query,
+                rows=None if rows is None else frozenset(rows))
+
+
+SUITE = [_suite_get("/queries/", what, query, rows) for what, query, rows in N_FORMS] + \
+    [_suite_get(path, what, query, rows) for path in ("/updates/", "/cached/")
+     for what, query, rows in N_FORMS if what in FEWER_FORMS] + \
+    [_suite_get("/fortunes/", "parameters are ignored", "n=5&id=0&message=%3Cscript%3E", None),
+     _suite_get("/fortunes/", "an undecodable escape", "x=%ZZ", None)]
+EDGES = BODIES + IDS + QUERIES + SUITE
 
 
 def edges(path: str, method: str) -> tuple[Edge, ...]:

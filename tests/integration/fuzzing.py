@@ -8,28 +8,38 @@ requests, and the generation cost is paid once. Three sources:
   a missing token, other HTTP methods);
 - "positive" / "negative": Hypothesis through schemathesis's strategies, derandomized
   (its seed comes from the generating function, not the clock);
-- "edges": hand-written raw requests no schema describes (fuzz_edges.py).
+- "edges": hand-written raw requests no schema describes (fuzz_edges.py); those without
+  a body go out byte for byte (requests and urllib3 would re-quote their targets).
 
 Each answer goes through schemathesis's checks (no 5xx, status code, content type and
 body documented), then through what the document cannot express
 (tests/integration/fuzz_expectations.py): the status this token, id and body must get,
-a user answered as stored, the parameters echoed. A method the operation does not
-have must get a JSON 405. Every failure is collected, not just the first, each with a
-curl command that reproduces it.
+a user answered as stored, the parameters echoed, the database suite's rows (as many as
+n asks for once clamped, each as stored, /updates/' as written) and its fortunes page.
+Every write the server reports (an accepted PATCH, a row /updates/ answered) is
+recorded: reads are held to it, and the table afterwards (fuzz_expectations.
+table_problems). A method the operation does not have must get a JSON 405. Every
+failure is collected, not just the first, each with a curl command that reproduces it.
 """
 from __future__ import annotations
 
 import copy
+import http.client
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from jsonschema import Draft202012Validator
+from requests.structures import CaseInsensitiveDict
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.core import NOT_SET
@@ -37,6 +47,7 @@ from schemathesis.core.failures import Failure, FailureGroup
 from schemathesis.specs.openapi.checks import (content_type_conformance,
                                                response_schema_conformance,
                                                status_code_conformance)
+from urllib3 import HTTPHeaderDict
 
 from tests.integration import fuzz_edges, fuzz_expectations as expect
 
@@ -150,9 +161,14 @@ class Outcome:
     statuses: dict = field(default_factory=dict)       # "GET /user/{id}/ 404" -> count
     failures: dict = field(default_factory=dict)       # short key -> first full message
     failure_count: int = 0
-    updates: dict[int, expect.Update] = field(default_factory=dict)  # user id -> last accepted PATCH
+    # user id -> the last write the server reported (an accepted PATCH, a row /updates/
+    # answered as written); history: every such write, oldest first (a cache may hold any)
+    updates: dict[int, expect.Update] = field(default_factory=dict)
+    history: dict[int, list[expect.Update]] = field(default_factory=dict)
     accepted_patches: int = 0
+    written_rows: int = 0              # rows /updates/ answered as written
     unanswered_in_a_row: int = 0
+    seconds: dict = field(default_factory=dict)        # "GET /queries/ edges" -> time sent
 
     @property
     def dead(self) -> bool:
@@ -164,6 +180,15 @@ class Outcome:
 
     def count(self, key: str) -> None:
         self.statuses[key] = self.statuses.get(key, 0) + 1
+
+    def record(self, update: expect.Update) -> None:
+        """A write the server reported: reads and the table are held to it from now on."""
+        self.updates[update.user_id] = update
+        self.history.setdefault(update.user_id, []).append(update)
+        if update.by == "PATCH":
+            self.accepted_patches += 1
+        else:
+            self.written_rows += 1
 
     def report(self) -> str:
         shown = list(self.failures.values())[:MAX_REPORTED]
@@ -191,6 +216,46 @@ def method_problem(response) -> str:
     return ""
 
 
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def note_writes(path: str, response, outcome: Outcome, window: tuple[datetime, datetime],
+                counts: set[int] | None = None) -> str:
+    """A 200 from /updates/: every row it answers as written is recorded, whatever else is
+    wrong with the answer (the table is then held to exactly what the server reported);
+    returns what is wrong with the answer ('' when nothing), judged against the rows as
+    they were before it."""
+    if path != expect.UPDATES or response.status_code != 200:
+        return ""
+    body = json_of(response)
+    problem = expect.written_rows_problem(body, response.request.url, outcome.updates, window,
+                                          counts)
+    for update in expect.reported_writes(body):
+        outcome.record(update)
+    return problem
+
+
+def suite_problem(path: str, response, outcome: Outcome, written: str,
+                  counts: set[int] | None = None) -> tuple[str, str]:
+    """(what, problem) for a 200 from the database suite: /queries/' rows as they are
+    stored now, /cached/' rows in any state they had since the server started (the
+    contract asks for no invalidation), /updates/' judged by note_writes, the fortunes
+    page as bench/verify/suite.py parses it."""
+    if path == expect.FORTUNES:
+        return "wrong fortunes", expect.fortunes_page_problem(response)
+    if path == expect.UPDATES:
+        return "wrong written rows", written
+    if path == expect.QUERIES:
+        def states(uid):
+            return [expect.current_state(uid, outcome.updates)]
+    else:
+        def states(uid):
+            return [expect.restored(uid), *outcome.history.get(uid, [])]
+    return "wrong rows", expect.read_rows_problem(json_of(response), response.request.url,
+                                                  states, counts)
+
+
 def send(step: Step, case, index: int, target: Target, session: requests.Session,
          outcome: Outcome) -> None:
     token = token_for(step, case, index, target.token)
@@ -198,6 +263,7 @@ def send(step: Step, case, index: int, target: Target, session: requests.Session
     label = f"{call.method} {call.path}"
     documented_method = call.method.upper() == step.method.upper()
     outcome.requests += 1
+    before = now()
     try:
         with own_connection(call.body is not NOT_SET, session) as on:
             response = call.call(base_url=target.base_url, session=on, timeout=TIMEOUT_S)
@@ -209,6 +275,7 @@ def send(step: Step, case, index: int, target: Target, session: requests.Session
     outcome.unanswered_in_a_row = 0
     status = response.status_code
     outcome.count(f"{label} {status}")
+    written = note_writes(call.path, response, outcome, (before, now()))
 
     def fail(what: str, problem: str) -> None:
         outcome.fail(f"{label} {status} {what}", f"{label}: {problem}\n    {call.as_curl_command()}")
@@ -238,18 +305,48 @@ def send(step: Step, case, index: int, target: Target, session: requests.Session
         if problem:
             fail("wrong user", problem)
         elif call.method.upper() == "PATCH":
-            outcome.accepted_patches += 1
-            outcome.updates[body["user_id"]] = expect.Update(
-                body["user_id"], call.body["username"], call.body["email"],
-                expect.parse_stamp(body.get("updated_at")))
+            outcome.record(expect.Update(body["user_id"], call.body["username"],
+                                         call.body["email"], expect.parse_stamp(body.get("updated_at"))))
     elif call.path in expect.ECHO_PATHS:
         problem = expect.echo_problem(call, response)
         if problem:
             fail("wrong echo", problem)
+    elif call.path in expect.SUITE_PATHS:
+        what, problem = suite_problem(call.path, response, outcome, written)
+        if problem:
+            fail(what, problem)
 
 
 def failure_text(exc) -> str:
     return "\n".join(f"{f.title}: {f.message}" for f in getattr(exc, "exceptions", [exc]))
+
+
+def raw_exchange(base_url: str, method: str, target: str, headers: dict,
+                 timeout: float) -> requests.Response:
+    """One request without a body on a connection of its own, its target sent byte for
+    byte (requests would re-quote it: %35 goes out as 5; urllib3 turns an undecodable
+    %ZZ into %25ZZ), its answer as a requests.Response that schemathesis's checks read."""
+    parts = urlsplit(base_url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        conn.request(method, target, headers=headers)
+        answer = conn.getresponse()
+        content = answer.read()
+    finally:
+        conn.close()
+    fields = HTTPHeaderDict()
+    for name, value in answer.getheaders():
+        fields.add(name, value)
+    response = requests.Response()
+    response.status_code, response.reason, response._content = answer.status, answer.reason, content
+    response.headers = CaseInsensitiveDict(fields)
+    response.raw = SimpleNamespace(headers=fields, version=answer.version)
+    response.encoding = requests.utils.get_encoding_from_headers(response.headers)
+    response.elapsed = timedelta(0)
+    request = requests.Request(method, base_url + "/", headers=headers).prepare()
+    request.url = response.url = base_url + target      # as sent, not re-quoted
+    response.request = request
+    return response
 
 
 def send_edge(edge: fuzz_edges.Edge, target: Target, session: requests.Session,
@@ -257,25 +354,31 @@ def send_edge(edge: fuzz_edges.Edge, target: Target, session: requests.Session,
     """One hand-written request, sent as raw bytes, held to the document and the
     contract's answer (a case of the operation stands in for schemathesis's checks)."""
     label = f"{edge.method} {edge.path} ({edge.what})"
-    shown = f"{edge.method} {edge.url_path}" + (f"?{edge.query}" if edge.query else "") + \
+    request_target = edge.url_path + (f"?{edge.query}" if edge.query else "")
+    shown = f"{edge.method} {request_target}" + \
         (f" body {edge.body[:80]!r}{'...' if len(edge.body) > 80 else ''} ({len(edge.body)} bytes)"
          if edge.body is not None else "")
     headers = {"token": target.token}
     if edge.body is not None:
         headers["Content-Type"] = "application/json"
     outcome.requests += 1
+    before = now()
     try:
-        with own_connection(edge.body is not None, session) as on:
-            response = on.request(edge.method, target.base_url + edge.url_path + (
-                f"?{edge.query}" if edge.query else ""), data=edge.body, headers=headers,
-                timeout=TIMEOUT_S, allow_redirects=False)
-    except requests.RequestException as exc:
+        if edge.body is None:
+            response = raw_exchange(target.base_url, edge.method, request_target, headers, TIMEOUT_S)
+        else:
+            with own_connection(True, session) as on:
+                response = on.request(edge.method, target.base_url + request_target,
+                                      data=edge.body, headers=headers, timeout=TIMEOUT_S,
+                                      allow_redirects=False)
+    except (OSError, http.client.HTTPException) as exc:     # requests' errors are OSErrors
         outcome.unanswered_in_a_row += 1
         outcome.fail(f"{label} no answer", f"{label}: no answer ({type(exc).__name__})\n    {shown}")
         return
     outcome.unanswered_in_a_row = 0
     status = response.status_code
     outcome.count(f"{edge.method} {edge.path} {status}")
+    written = note_writes(edge.path, response, outcome, (before, now()), edge.rows)
     # stands in for the request in schemathesis's checks, which read only the operation
     call = schema()[edge.path][edge.method].Case(
         path_parameters={"id": fuzz_edges.TARGET_ID} if edge.path == expect.USER_PATH else None)
@@ -284,7 +387,7 @@ def send_edge(edge: fuzz_edges.Edge, target: Target, session: requests.Session,
         call.validate_response(response, checks=CHECKS)
     except (FailureGroup, Failure) as exc:
         problem = failure_text(exc)
-    allowed = edge.statuses if target.database or edge.path != expect.USER_PATH else {404}
+    allowed = edge.statuses if target.database or edge.path not in expect.DB_PATHS else {404}
     if not problem and status not in allowed:
         problem = f"status {status}, the contract says {sorted(allowed)}"
     if not problem and status == 200 and edge.fields and target.database:
@@ -293,9 +396,10 @@ def send_edge(edge: fuzz_edges.Edge, target: Target, session: requests.Session,
         if not isinstance(body, dict) or (body.get("username"), body.get("email")) != edge.fields:
             problem = f"answered {body!r}, expected username {username!r}, email {email!r}"
         else:
-            outcome.accepted_patches += 1
-            outcome.updates[fuzz_edges.TARGET_ID] = expect.Update(
-                fuzz_edges.TARGET_ID, username, email, expect.parse_stamp(body.get("updated_at")))
+            outcome.record(expect.Update(fuzz_edges.TARGET_ID, username, email,
+                                         expect.parse_stamp(body.get("updated_at"))))
+    if not problem and status == 200 and edge.path in expect.SUITE_PATHS:
+        _, problem = suite_problem(edge.path, response, outcome, written, edge.rows)
     if problem:
         outcome.fail(f"{label} {status}", f"{label}: {problem}\n    {shown}\n    answered "
                      f"{response.headers.get('Content-Type')!r} {response.content[:200]!r}")
@@ -307,7 +411,9 @@ def fuzz(plan: list[Step], target: Target) -> Outcome:
     with requests.Session() as session:
         index = 0
         for step in plan:
-            for case in cases(step):
+            steps_cases = cases(step)         # generated once per session, not timed
+            began = time.monotonic()
+            for case in steps_cases:
                 if outcome.dead:
                     return outcome
                 if step.mode == "edges":
@@ -315,4 +421,6 @@ def fuzz(plan: list[Step], target: Target) -> Outcome:
                 else:
                     send(step, case, index, target, session, outcome)
                 index += 1
+            key = f"{step.method} {step.path} {step.mode}"
+            outcome.seconds[key] = outcome.seconds.get(key, 0.0) + time.monotonic() - began
     return outcome
