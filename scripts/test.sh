@@ -74,6 +74,12 @@ case "$tier" in
     pytest_phase "pytest, serial: the tests that measure" -m "measure and not full" ;;
   all)
     phase "servers' own unit tests (every server)" "$py" -m bench.cli.unit_tests --servers all
+    # every test is selected, so everything is needed: built here, in a phase of its own,
+    # rather than by whichever test comes first (a 10-minute Rust build beside the e2e
+    # tests would only make them wait); each is skipped when it is up to date
+    phase "builds: every server and Traefik (run_bench.py build)" "$py" run_bench.py build
+    phase "tools: oha and k6 (scripts/install_oha.sh, install_k6.sh)" \
+      bash -c 'bash scripts/install_oha.sh && bash scripts/install_k6.sh'
     pytest_phase "pytest, parallel ($workers workers): everything but measure" \
       "${parallel[@]}" -m "not measure"
     pytest_phase "pytest, serial: the tests that measure" -m "measure" ;;

@@ -3,8 +3,9 @@
 
 Tests use their own ports (not the harness defaults), so a `make bench` running on the
 same machine is never disturbed; each xdist worker shifts them by WORKER_PORT_STEP, as
-pytest-postgresql gives each worker a port of its own. Tests that start the harness on
-fixed ports share one xdist group (they run one after another on one worker).
+pytest-postgresql gives each worker a port of its own; so are the ports the e2e tests
+give the harness (E2E_*). The tests on the network-namespace test bed, whose names are
+fixed, share one xdist group (they run one after another on one worker).
 """
 from __future__ import annotations
 
@@ -27,14 +28,20 @@ def _worker_index() -> int:
     return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else 0
 
 
-# 10 apart: clear of the e2e tests' fixed ports (16433, 14307, 19081-19082) for any worker
+# 10 apart, each role's base at another offset within the 10: no two workers share a port
 WORKER_PORT_STEP = 10
 WORKER_OFFSET = _worker_index() * WORKER_PORT_STEP
 TEST_PORTS = {"postgres": int(os.environ.get("BENCH_TEST_PG_PORT", 16432)) + WORKER_OFFSET,
               "mysql": int(os.environ.get("BENCH_TEST_MYSQL_PORT", 14306)) + WORKER_OFFSET}
 TEST_SERVER_PORT = int(os.environ.get("BENCH_TEST_SERVER_PORT", 19080)) + WORKER_OFFSET
-# the xdist group of tests that run the harness on fixed ports (tests/e2e and a few more)
-HARNESS_PORTS = pytest.mark.xdist_group("harness-ports")
+# the harness's --port (its +1: a proxied server's upstream), --pg-port, --mysql-port in
+# the e2e tests
+E2E_PORT = 19081 + WORKER_OFFSET
+E2E_PG_PORT = 16433 + WORKER_OFFSET
+E2E_MYSQL_PORT = 14307 + WORKER_OFFSET
+# the xdist group of the tests on the network-namespace test bed (tests/netns: one bed
+# of fixed names and addresses per machine)
+NETNS = pytest.mark.xdist_group("netns")
 
 
 def selected_servers(specs: dict) -> dict:

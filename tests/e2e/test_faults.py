@@ -18,9 +18,9 @@ import pytest
 from bench.storage import results
 from tests.e2e.test_run_bench import FIXTURES, PORTS, REPO, load_running, port_is_free, run_bench
 
-from tests.conftest import HARNESS_PORTS
-pytestmark = [pytest.mark.e2e, HARNESS_PORTS]
-OUR_PORTS = ("19081", "19082", "16433", "14307")
+from tests.conftest import E2E_MYSQL_PORT, E2E_PG_PORT, E2E_PORT
+pytestmark = pytest.mark.e2e
+OUR_PORTS = tuple(str(p) for p in (E2E_PORT, E2E_PORT + 1, E2E_PG_PORT, E2E_MYSQL_PORT))
 
 
 def run_processes() -> list[psutil.Process]:
@@ -213,8 +213,8 @@ def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_nex
     run.wait_for("[1/3] gin/postgres/raw/get_user@c64 round 1: measure")
     # killed while wrk loads the first sample (--warmup 0: its wrk is the measured one)
     assert load_running(alive=lambda: run.proc.poll() is None), run.output[-3000:]
-    victim = postmaster("16433")
-    assert victim is not None, "no local PostgreSQL on port 16433"
+    victim = postmaster(str(E2E_PG_PORT))
+    assert victim is not None, f"no local PostgreSQL on port {E2E_PG_PORT}"
     victim.kill()
     assert run.finish(timeout=300) == 1, run.output[-3000:]
     doc = stored(tmp_path)

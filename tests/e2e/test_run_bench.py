@@ -17,12 +17,13 @@ from bench.storage import results
 from bench.infra.host import LOCAL
 port_is_free = LOCAL.port_is_free
 
-from tests.conftest import HARNESS_PORTS
-pytestmark = [pytest.mark.e2e, HARNESS_PORTS]
+from tests.conftest import E2E_MYSQL_PORT, E2E_PG_PORT, E2E_PORT
+pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "servers"
-# ports of their own: the session's database fixture keeps 16432/14306 busy
-PORTS = ["--port", "19081", "--pg-port", "16433", "--mysql-port", "14307", "--db-mode", "local"]
+# ports of their own (the session's database fixture keeps its own busy), per xdist worker
+PORTS = ["--port", str(E2E_PORT), "--pg-port", str(E2E_PG_PORT), "--mysql-port",
+         str(E2E_MYSQL_PORT), "--db-mode", "local"]
 
 
 NOT_RUN = ("list", "serve", "verify", "build", "compare", "report", "history")
@@ -39,7 +40,7 @@ def run_bench(*args: str, env: dict | None = None, timeout: float = 900):
                           env={**os.environ, **(env or {})})
 
 
-def load_running(port: str = "19081", timeout: float = 120,
+def load_running(port: str = str(E2E_PORT), timeout: float = 120,
                  alive=lambda: True) -> list[psutil.Process]:
     """Waits until a load generator (wrk or oha) sending to `port` holds a connection
     there: the window under load has begun (with --warmup 0 the only load is the
@@ -268,7 +269,7 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path):
     doc = only_run(tmp_path)
     assert doc["status"] == "interrupted"
     assert sorted(c["status"] for c in doc["cases"]) == ["interrupted", "ok"]
-    assert port_is_free(19081)
+    assert port_is_free(E2E_PORT)
 
 
 def test_broken_servers_are_caught_and_shown_not_dropped(tmp_path):
@@ -308,15 +309,15 @@ def test_serve_starts_one_server_for_debugging_and_ctrl_c_stops_it():
             if line.startswith("Ctrl-C stops"):
                 break
         text = "".join(lines)
-        assert "is ready at http://127.0.0.1:19081" in text, text
-        assert "curl -s -H 'token: hardcoded_token' http://127.0.0.1:19081/user/42/" in text
-        r = requests.get("http://127.0.0.1:19081/user/42/", headers={"token": "hardcoded_token"})
+        assert f"is ready at http://127.0.0.1:{E2E_PORT}" in text, text
+        assert f"curl -s -H 'token: hardcoded_token' http://127.0.0.1:{E2E_PORT}/user/42/" in text
+        r = requests.get(f"http://127.0.0.1:{E2E_PORT}/user/42/", headers={"token": "hardcoded_token"})
         assert r.status_code == 200 and r.json()["username"] == "user42_a1d0c"
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
     assert proc.returncode == 0
-    assert port_is_free(19081) and port_is_free(14307)
+    assert port_is_free(E2E_PORT) and port_is_free(E2E_MYSQL_PORT)
 
 
 @pytest.mark.measure

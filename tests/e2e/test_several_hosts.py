@@ -15,8 +15,8 @@ from bench.storage import results
 from tests.e2e.test_faults import Harness, nothing_left, stored
 from tests.netns.testbed import netns_testbed  # noqa: F401 - the module's fixture
 
-from tests.conftest import HARNESS_PORTS
-pytestmark = [pytest.mark.e2e, HARNESS_PORTS]
+from tests.conftest import E2E_PG_PORT, E2E_PORT, NETNS
+pytestmark = [pytest.mark.e2e, NETNS]
 
 
 def hosts_files(bed, tmp_path):
@@ -51,7 +51,7 @@ def where(pattern) -> dict[int, int]:
 
 def server_env(proc) -> bool:
     try:
-        return proc.environ().get("BENCH_PORT") == "19081"
+        return proc.environ().get("BENCH_PORT") == str(E2E_PORT)
     except psutil.Error:
         return False
 
@@ -68,12 +68,12 @@ def test_client_server_and_database_on_three_hosts(netns_testbed, tmp_path):
     # wrk is started on the client host through its agent: found once it runs
     deadline = time.monotonic() + 60
     while True:
-        wrk = where(lambda cmd, p: cmd.startswith(("wrk ", "/usr/bin/wrk ")) and "19081" in cmd)
+        wrk = where(lambda cmd, p: cmd.startswith(("wrk ", "/usr/bin/wrk ")) and str(E2E_PORT) in cmd)
         if wrk or time.monotonic() > deadline or run.proc.poll() is not None:
             break
         time.sleep(0.05)
     servers = where(lambda cmd, p: server_env(p))
-    postgres = where(lambda cmd, p: "postgres" in cmd and "-p 16433" in cmd)
+    postgres = where(lambda cmd, p: "postgres" in cmd and f"-p {E2E_PG_PORT}" in cmd)
     assert wrk and set(wrk.values()) == {inode["client"]}, (wrk, inode)
     assert servers and set(servers.values()) == {inode["server"]}, (servers, inode)
     assert postgres and set(postgres.values()) == {inode["db"]}, (postgres, inode)

@@ -9,8 +9,7 @@ import pytest
 from tests.e2e.test_modes import only_run_dir
 from tests.e2e.test_run_bench import PORTS, only_run, run_bench
 
-from tests.conftest import HARNESS_PORTS
-pytestmark = [pytest.mark.e2e, HARNESS_PORTS]
+pytestmark = pytest.mark.e2e
 
 
 def test_the_suite_at_two_levels_of_n(tmp_path):

@@ -20,10 +20,10 @@ from bench.infra import databases as provision, db
 from bench.infra.resources import ResourceSampler
 from tests.netns.testbed import netns_testbed  # noqa: F401 - the module's fixture
 
-from tests.conftest import HARNESS_PORTS
+from tests.conftest import NETNS
 
 # network namespaces of fixed names and ports: one xdist worker at a time
-pytestmark = [pytest.mark.integration, HARNESS_PORTS]
+pytestmark = [pytest.mark.integration, NETNS]
 
 # inside the db namespace: no other listener there, and no clash with this machine's ports
 PORTS = {"postgres": 18781, "mysql": 18782}

@@ -17,11 +17,11 @@ import pytest
 
 from bench.infra.host import LOCAL, HostUnreachable
 from bench.infra.hosts import HostsError, load_hosts
-from tests.conftest import HARNESS_PORTS
+from tests.conftest import NETNS
 from tests.netns.testbed import ip, netns_testbed  # noqa: F401 - the module's fixture
 
 # network namespaces of fixed names and ports: one xdist worker at a time
-pytestmark = HARNESS_PORTS
+pytestmark = NETNS
 
 PORT = 18680                   # this suite's own port, inside the namespaces
 NO_SFTP_PORT = 2201            # a second sshd, without the SFTP subsystem

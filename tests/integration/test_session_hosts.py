@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 
 from bench.infra.host import LOCAL
-from tests.conftest import HARNESS_PORTS
+from tests.conftest import WORKER_OFFSET
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "servers"
 # ports of their own: the session's database fixture keeps 16432/14306 busy
-PORT, PG_PORT = 19181, 16533
-pytestmark = HARNESS_PORTS             # fixed ports: one xdist worker at a time
+PORT, PG_PORT = 19181 + WORKER_OFFSET, 16533 + WORKER_OFFSET
 LOCAL_ONLY = """# every role on this machine: no [client], [server] or [database] table
 """
 

@@ -28,6 +28,7 @@ from bench.verify import contract as verify, querycount, statements
 from bench.verify.checks import Client
 from bench.core.dataset import all_users
 from bench.infra.db import Endpoint
+from tests.conftest import WORKER_OFFSET
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "fixtures" / "broken_server" / "server.py"
 TOKEN = "hardcoded_token"
 BURST = 20                                   # small: the machine is shared
-PORTS = itertools.count(20500 + (os.getpid() % 5) * 20)
+PORTS = itertools.count(20500 + WORKER_OFFSET * 10)    # 100 ports per xdist worker
 
 
 @pytest.fixture(scope="session")
