@@ -17,7 +17,7 @@
 # the tests start), and the tier ends with the share of bench/'s lines covered.
 #
 # Phases: the servers' own unit tests; pytest's parallel phase (TEST_WORKERS xdist
-# workers, default 2, --dist loadgroup: the tests on fixed ports share a group and run
+# workers, default 4: the Makefile gives two per CPU, --dist loadgroup: the tests on fixed ports share a group and run
 # on one worker); then the tests marked `measure` alone and serially, so that no other
 # test shares the machine with a test that judges speed.
 set -uo pipefail
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 tier="${1:-}"
 base="${2:-}"
 py=.venv/bin/python
-workers="${TEST_WORKERS:-2}"
+workers="${TEST_WORKERS:-4}"
 case "$tier" in quick|all|changed) ;; *) echo "usage: $0 quick|all|changed [BASE]" >&2; exit 2 ;; esac
 
 timings=$(mktemp)

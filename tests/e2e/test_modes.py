@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.test_run_bench import PORTS, only_run, run_bench
 
-pytestmark = [pytest.mark.e2e, pytest.mark.measure]
+pytestmark = pytest.mark.e2e
 SHORT = ["--repeat", "1", "--duration", "1", "--warmup", "0"]
 
 
@@ -64,6 +64,7 @@ def only_run_dir(results_dir):
 
 
 @pytest.mark.full          # oha (--rate): `make test-all`
+@pytest.mark.measure       # the latency at each fixed rate and the knee
 def test_behind_a_proxy_and_latency_at_fixed_rates(tmp_path):
     out = run_bench("--servers", "gin", "--tests", "plain", "--connections", "16",
                     "--behind", "none,nginx", "--rate", "50%,2000000", "--knee-p99", "50",
