@@ -95,7 +95,7 @@ esac
 
 if [ "${COVERAGE:-0}" = 1 ]; then
   "$py" -m coverage combine -q && "$py" -m coverage report > .coverage-data/report.txt
-  echo "coverage of bench/ ($tier): $(tail -n 1 .coverage-data/report.txt)  (per file: .coverage-data/report.txt)"
+  echo "coverage of bench/ ($tier): $("$py" -m coverage report --format=total) % of its lines (per file: .coverage-data/report.txt)"
 fi
 echo
 echo "test phases (wall seconds):"

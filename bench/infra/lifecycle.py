@@ -17,7 +17,7 @@ from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.host import LOCAL, Host
-from bench.infra.server import ServerProcess
+from bench.infra.server import ServerProcess, in_use
 from bench.infra.signals import shielded
 
 
@@ -70,8 +70,10 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
         # the restore's and the previous sample's deferred work, done before anyone measures
         running.settled = settle_db()
         overhead["settle"] = round(running.settled.seconds, 4)
-    in_front = ExitStack()
+    in_front, build_held = ExitStack(), ExitStack()
     try:
+        # its build is not redone under it until it has stopped (bench.infra.server)
+        build_held.enter_context(in_use(variant.server, settings, host))
         t0 = time.monotonic()
         on_phase("start")
         running.server.start()
@@ -96,6 +98,7 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
         with shielded():
             in_front.close()
             overhead["stop"] = round(running.server.stop(), 4)
+            build_held.close()
             overhead["total"] = round(sum(overhead.get(k, 0.0) for k in
                                       ("restore", "settle", "start_to_ready", "proxy_start",
                                        "stop")), 4)

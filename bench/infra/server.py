@@ -123,18 +123,48 @@ def run_build(name: str, argv: list[str], folder: Path, cache_dir: str, log_path
     return done.wall_s
 
 
+BUILD_LOCK_WAIT_S = BUILD_TIMEOUT_S   # for another build of it, or its servers to stop
+
+
+def _lock_path(name: str, cache_dir: str) -> Path:
+    folder = Path(cache_dir) / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"build-{name}.lock"
+
+
 @contextlib.contextmanager
 def _build_lock(name: str, cache_dir: str, host: Host):
-    """One build of a server at a time on this machine: the test suite's parallel workers
-    (or two runs) that need the same server wait for the first one's build, then find it
-    up to date, instead of two `npm ci` emptying one node_modules under each other."""
+    """A build of a server excludes, on this machine, another build of it and any
+    running server of it (which holds the lock shared: `in_use`): the test suite's
+    parallel workers or two runs that need the same server wait, then find the build
+    up to date, instead of an `npm ci` emptying node_modules under a starting server
+    (fastify: "Cannot find module 'find-my-way'")."""
     if host.remote:
         yield
         return
-    folder = Path(cache_dir) / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"build-{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with open(_lock_path(name, cache_dir), "w") as lock:
+        deadline = time.monotonic() + BUILD_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ServerError(f"build of {name} waited {BUILD_LOCK_WAIT_S} s for "
+                                      f"another build of it, or its running servers, to end")
+                time.sleep(0.2)
+        yield
+
+
+@contextlib.contextmanager
+def in_use(spec: manifest.ServerSpec, settings: Settings, host: Host = LOCAL):
+    """Held while a server of `spec` runs from its build: a build of it waits meanwhile."""
+    if host.remote or not spec.build:
+        yield
+        return
+    cache_dir = template_values(spec, settings, "none", host)["cache_dir"]
+    with open(_lock_path(spec.id, cache_dir), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
         yield
 
 

@@ -79,8 +79,11 @@ IDS = [
     # long, but within every HTTP server's request-line limit (gunicorn's is 4094 bytes)
     _get_id("1,000 digits", "1" * 1_000),
 ]
+# RFC 3986 makes a "%" not followed by two hex digits a malformed URI: a server may
+# refuse the request (400, a JSON error: Vert.x's router does) or read it as it can
+MALFORMED = frozenset({200, 400})
 QUERIES = [
-    Edge(f"{path} with an undecodable escape", "GET", path, path, frozenset({200}),
+    Edge(f"{path} with an undecodable escape", "GET", path, path, MALFORMED,
          query="param1=%ZZ&param2=%&param3=%F")
     for path in ("/plain/", "/to_json/")
 ] + [
@@ -132,7 +135,9 @@ N_FORMS = [
     ("1,000 digits", "n=" + "9" * 1_000, {500}),
     ("n twice (which one counts is open)", "n=3&n=4", {3, 4}),
     ("n among other parameters", "x=9&n=6&y=%3Cscript%3E", {6}),
-    ("N (names are case-sensitive)", "N=5", {1}),
+    # names are case-sensitive in a URI, but Vert.x reads its query parameters from a
+    # case-insensitive map: N=5 is n=5 there; no request the harness sends says N
+    ("N (a name in another case)", "N=5", {1, 5}),
     ("PHP-style array n[] (not n)", "n%5B%5D=5", {1}),
 ]
 # Every form goes to /queries/. /updates/ (a write per row) and /cached/ (cold: a read
@@ -144,7 +149,8 @@ FEWER_FORMS = ("n missing", "n empty", "n=0", "n=-3", "n=1.5", "n=abc", "leading
 
 
 def _suite_get(path: str, what: str, query: str, rows) -> Edge:
-    return Edge(what, "GET", path, path, frozenset({200}), query=query,
+    return Edge(what, "GET", path, path,
+                MALFORMED if "undecodable escape" in what else frozenset({200}), query=query,
                 rows=None if rows is None else frozenset(rows))
 
 

@@ -247,7 +247,12 @@ def expected_counts(url: str) -> set[int]:
     """How many rows /queries/, /updates/ or /cached/ must answer for this URL as sent.
     Several n: which one counts is open (first or last), so any of theirs."""
     values = n_values(url)
-    return set().union(*map(counts_for, values)) if values else {1}
+    counts = set().union(*map(counts_for, values)) if values else {1}
+    if not values:      # Vert.x reads query names case-insensitively: N=5 may be n=5
+        other_case = [v for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)
+                      if k == "N"]
+        counts = counts.union(*map(counts_for, other_case))
+    return counts
 
 
 def current_state(uid: int, updates: dict[int, Update]) -> Update:

@@ -156,6 +156,7 @@ def test_error_under_load_passes_verification(endpoints):
     phase's to catch (wrk's non-2xx / socket error accounting marks the row). The
     second half shows the defect is real: under concurrency, 500s appear."""
     ep = endpoints["postgres"]
+    db.restore(ep)      # the contract's rows: a test before it on this worker may have written
     with broken_server("error_under_load", "postgres", ep) as base:
         report = verify.verify_server(base, server_id="broken_error_under_load", database="postgres",
                                       orm=False, token=TOKEN, endpoint=ep, burst=BURST)

@@ -64,3 +64,43 @@ def test_this_repositorys_go_common_code_selects_gin_and_fasthttp_only():
     assert set(select(["servers/_rscommon/src/lib.rs"], shared).servers) == rust
     assert set(select(["servers/_rsactix/src/lib.rs"], shared).servers) == \
         {"actix-web", "actix-diesel"}
+
+
+def test_a_command_several_servers_share_runs_once():
+    from bench.cli.unit_tests import plan
+    specs = manifest.discover()
+    rust = [s for s in specs.values() if s.language == "rust"]
+    commands = [argv for _, argv in plan(rust)]
+    assert len(rust) == 6 and len(commands) == 1 and commands[0][:2] == ("cargo", "test")
+    go = plan([specs["gin"], specs["fasthttp"]])
+    # each server's own `go test ./...` in its folder, the shared module's once
+    assert [(spec.id, argv[1]) for spec, argv in go] == \
+        [("gin", "test"), ("gin", "-C"), ("fasthttp", "test")]
+    assert plan([specs["fastapi"], specs["nginx"]]) == []      # nothing declared
+
+
+def test_a_manifest_whose_unit_tests_are_malformed_is_refused(tmp_path):
+    from bench.core.manifest import ManifestError, load_manifest
+    folder = tmp_path / "x"
+    folder.mkdir()
+    (folder / "manifest.toml").write_text(
+        'id = "x"\nconcurrency = "processes"\ndatabases = []\nstart = ["true"]\n'
+        '[unit_tests]\ncommands = ["go test"]\n')
+    with pytest.raises(ManifestError, match=r"\[unit_tests\] needs commands"):
+        load_manifest(folder)
+
+
+def test_the_base_must_be_a_commit_git_knows(capsys):
+    from bench.cli.changed import main
+    assert main(["--base", "no-such-ref-anywhere"]) == 2
+    assert "unknown base 'no-such-ref-anywhere'" in capsys.readouterr().err
+
+
+def test_the_selection_line_names_the_base_and_the_ids_are_written(tmp_path, capsys):
+    from bench.cli.changed import main
+    out = tmp_path / "ids"
+    assert main(["--base", "HEAD", "--rule", "servers", "--write", str(out)]) == 0
+    line = capsys.readouterr().out
+    assert line.startswith("selected servers: ") and "[changes since HEAD (" in line
+    written = out.read_text().strip()
+    assert written == "" or all(s in manifest.discover() for s in written.split(","))

@@ -52,7 +52,11 @@ class MariaDB:
         for folder in (run_dir, server.data):
             server.make_folder(folder, self.system_user)
         run_as = ["--user=mysql"] if server.as_root else []
-        base = ["--no-defaults", f"--datadir={server.data}"]
+        # a tmpdir of its own: bootstraps running at once (the test suite's workers, two
+        # runs) name their temporary tables alike in the shared /tmp, and one of them
+        # failed ("Could not remove temporary table '/tmp/#sql-temptable-...'", then
+        # "Unknown table 'mysql.tmp_user_sys'"): 1 of 4 concurrent installs; 0 of 12 so
+        base = ["--no-defaults", f"--datadir={server.data}", f"--tmpdir={run_dir}"]
         if installer[0] == binary:   # MySQL 8: mysqld --initialize-insecure
             cmd = [binary, *base, *run_as, "--initialize-insecure"]
         else:
