@@ -164,9 +164,15 @@ def test_upstream_connections_are_kept_alive_and_reused(proxy_spec, upstream, tm
                            timeout=5)
             assert r.status_code == 200
             seen.append(upstream_connections(proxy))
-    # one per nginx worker / HAProxy thread at most (the readiness check may have used
-    # another); the first request's connection still serves the twentieth
-    assert seen[0] & seen[-1] and len(seen[-1]) <= WORKERS, (seen, log_tail(tmp_path / "proxy.log"))
+    # after each response its upstream connection is still open (without keep-alive the
+    # proxy closes it), one per nginx worker / HAProxy thread at most, and the twenty
+    # requests went over a few of them: not "the first one serves the twentieth", since
+    # HAProxy's pool-purge-delay closes a connection idle for a second, which a loaded
+    # machine's reading of the proxy's sockets between two requests can take (CI: the
+    # pair {39880, 39886} served 19 requests, the twentieth a new one)
+    used = set().union(*seen)
+    assert all(seen) and len(seen[-1]) <= WORKERS and len(used) <= len(seen) // 2, \
+        (seen, log_tail(tmp_path / "proxy.log"))
 
 
 def cmdline(pid: int) -> str:
