@@ -199,8 +199,9 @@ def test_fuzzing_catches_a_broken_server_writing_rows_it_did_not_report(database
                                        databases, tmp_path)
     assert not [key for key in outcome.failures if key.startswith("GET /updates/")], outcome.report()
     assert outcome.written_rows > 1000
-    assert any("changed without a reported write" in p and "unreported" in p
-               for p in problems), problems[:5]
+    # "changed without a reported write", or, when /updates/ also drew that row, its
+    # stored value differing from the one /updates/ answered: the server draws the ids
+    assert any("unreported" in p for p in problems), problems[:5]
 
 
 @pytest.mark.parametrize("engine", ["postgres", "mysql"])
