@@ -11,21 +11,19 @@ Exit status 2 on a base git does not know.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
 from bench.core import manifest
 from bench.core.selection import RULES, Selection, select
-from bench.infra.checkout import shared_code
-from bench.paths import REPO
+from bench.infra.checkout import _git, shared_code
 
 DEFAULT_BRANCHES = ("origin/HEAD", "origin/main", "origin/master", "main", "master")
 
 
 def git(*args: str) -> str | None:
-    done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else None
+    """What git prints in this checkout, None when it fails."""
+    return _git(*args, check=False)
 
 
 def default_base() -> tuple[str | None, str]:

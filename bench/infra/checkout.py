@@ -120,8 +120,9 @@ def tree_hash(path: Path) -> str:
 
 def shared_code(spec: ServerSpec) -> list[Path]:
     """What of its servers folder a server uses besides its own folder: every sibling
-    entry its files name as a path ("../_pycommon", "{servers_dir}/django",
-    "servers/_rscommon"), and what those entries name in turn (actix-web's _rsactix uses
+    entry its files name as a path ("../_pycommon" in a go.mod, Cargo.toml or require(),
+    "{servers_dir}/django" in a manifest; prose naming "servers/X" does not count), and
+    what those entries name in turn (actix-web's _rsactix uses
     _rscommon); for a Cargo workspace member, the workspace's Cargo.toml and Cargo.lock."""
     root = spec.dir.parent
     siblings = {p.name: p for p in root.iterdir() if p.name != spec.dir.name}

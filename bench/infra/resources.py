@@ -277,6 +277,7 @@ class ConnectionSpread:
             # window (an earlier one, if any, stays the figure)
             return
         self.per_process, self.total = per_process, total
+
     def figures(self) -> dict | None:
         """{total, per_worker (sorted, largest first), min, max} or None if not read."""
         if self.total is None:

@@ -9,18 +9,12 @@ On this machine only: a remote host gets the tools through its own `make setup`.
 from __future__ import annotations
 
 import fcntl
-import os
 import subprocess
 import sys
-from pathlib import Path
 
-from bench.paths import REPO
+from bench.paths import CACHE_DIR, REPO
 
 SCRIPTS = {"oha": "install_oha.sh", "k6": "install_k6.sh"}
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "webbench"
 
 
 def install(tool: str) -> str | None:
@@ -28,7 +22,7 @@ def install(tool: str) -> str | None:
     already); None when it succeeded, else what went wrong with the log's tail. One
     install at a time on this machine (the test suite's workers may ask together)."""
     script = REPO / "scripts" / SCRIPTS[tool]
-    logs = cache_dir() / "setup-logs"
+    logs = CACHE_DIR / "setup-logs"
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / f"{tool}.log"
     with open(logs / f"install-{tool}.lock", "w") as lock:
