@@ -10,6 +10,7 @@ them, marks a results document stuck in "running" as interrupted, and says what 
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -186,7 +187,17 @@ def _mark_interrupted(run_dir: str | None, pid: int) -> str | None:
 
 def reap(state_dir: Path = STATE_DIR) -> list[str]:
     """Clean up after every harness that died without doing so; one message per dead
-    harness saying what was found and done."""
+    harness saying what was found and done. One reaper at a time on this machine: two
+    harnesses starting together (the test suite's parallel workers) both found a dead
+    one's file and both marked its run interrupted, and the second's rename of the
+    results found the first's gone (FileNotFoundError, and that harness did not start)."""
+    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    with open(Path(state_dir) / "reap.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _reap(state_dir)
+
+
+def _reap(state_dir: Path) -> list[str]:
     messages = []
     for file in sorted(Path(state_dir).glob("*.json")):
         try:
