@@ -279,11 +279,15 @@ class ConnectionSpread:
         self.per_process, self.total = per_process, total
 
     def figures(self) -> dict | None:
-        """{total, per_worker (sorted, largest first), min, max} or None if not read."""
+        """{total, expected, per_worker (sorted, largest first), min, max} or None if not
+        read. `expected`: the connections the client holds (None: unknown); a total below
+        it is a reading that missed some (a loaded machine's worker had not accepted yet
+        by the window's end), which says nothing of how they were spread."""
         if self.total is None:
             return None
+        base = {"total": self.total, "expected": self.expect}
         if self.per_process is None:
-            return {"total": self.total, "per_worker": None, "min": None, "max": None}
+            return {**base, "per_worker": None, "min": None, "max": None}
         counts = sorted(self.per_process.values(), reverse=True)
-        return {"total": self.total, "per_worker": counts,
+        return {**base, "per_worker": counts,
                 "min": min(counts, default=0), "max": max(counts, default=0)}

@@ -72,7 +72,6 @@ def only_run(results_dir: Path) -> dict:
     return results.load(results.latest_run(results_dir))
 
 
-@pytest.mark.measure       # 1 s windows: its spread readings want the machine to itself
 def test_full_run_of_a_go_and_a_python_server(tmp_path):
     """gin (one process, W threads of a work-stealing runtime) and fastapi (W processes)
     raw on both databases,
@@ -80,9 +79,13 @@ def test_full_run_of_a_go_and_a_python_server(tmp_path):
     default): every sample ok, spread and resources stored, four tables with the spread
     and the ceiling fraction. Raw only: the ORM variants go through the same sequence
     (and each is verified against the contract in tests/integration/test_contract.py),
-    so they would only make this test longer (183 s with them, on 2 cores)."""
+    so they would only make this test longer (183 s with them, on 2 cores).
+
+    It judges no speed, so it runs beside other tests; whether every connection is seen
+    in a 1 s window wants the machine to itself: test_every_connection_of_the_window_is_
+    seen_on_its_worker, in the serial phase."""
     out = run_bench("--servers", "gin,fastapi", "--orm", "raw", "--repeat", "2",
-                    "--duration", "1", "--warmup", "0.5", "--connections", "16",
+                    "--duration", "1", "--warmup", "0", "--connections", "16",
                     "--order-seed", "5", "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     doc = only_run(tmp_path)
@@ -128,8 +131,10 @@ def test_full_run_of_a_go_and_a_python_server(tmp_path):
             spread = process["client_connections"]
             if case["server"] == "nginx":      # the reference: no pool, its spread not judged
                 continue
-            # every wrk connection is seen (a server may still hold one more, not yet closed)
-            assert 16 <= spread["total"] <= 17, spread
+            # stored for every sample, with what the client held; whether the reading saw
+            # them all is judged in the serial phase (here a loaded machine's worker may
+            # not have accepted yet: seen 0 of 16 once with 4 test workers on 2 cores)
+            assert spread["expected"] == 16 and 0 <= spread["total"] <= 17, spread
             if case["server"] == "fastapi":
                 assert len(spread["per_worker"]) == 8
                 assert sum(spread["per_worker"]) == spread["total"]
@@ -160,6 +165,29 @@ def test_full_run_of_a_go_and_a_python_server(tmp_path):
     assert "nginx (reference)" in tables.stdout and "of ceiling" in tables.stdout
     assert "Measured on " in tables.stdout and "2 sample(s) of 1 s per case" in tables.stdout
     assert (results.latest_run(tmp_path) / "tables.md").exists()
+
+
+@pytest.mark.measure       # 1 s windows: seeing all 16 wants the machine to itself
+def test_every_connection_of_the_window_is_seen_on_its_worker(tmp_path):
+    """The spread of wrk's 16 keep-alive connections over fastapi's 8 worker processes
+    and gin's one: all 16 are seen within the window (a server may still hold one more,
+    not yet closed), each on the process that accepted it. After a warm-up: with none,
+    fastapi's workers had accepted 9 of the 16 by the end of a 1 s window on an idle
+    2-core machine (the rest waited in the listen queue), which the stored `expected`
+    shows and no spread is judged from."""
+    out = run_bench("--servers", "gin,fastapi", "--tests", "plain", "--no-ceiling",
+                    "--repeat", "1", "--duration", "1", "--warmup", "0.5", "--connections",
+                    "16", "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    cases = {c["server"]: c for c in only_run(tmp_path)["cases"]}
+    assert set(cases) == {"gin", "fastapi"}
+    for server, case in cases.items():
+        spread = case["samples"][0]["server_process"]["client_connections"]
+        assert spread["expected"] == 16 and 16 <= spread["total"] <= 17, (server, spread)
+        if server == "fastapi":
+            assert len(spread["per_worker"]) == 8 and sum(spread["per_worker"]) == spread["total"]
+        else:
+            assert spread["per_worker"] is None       # one process: nothing to spread over
 
 
 def test_requests_that_get_no_answer_are_errors_per_request_sent(tmp_path):

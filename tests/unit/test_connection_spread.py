@@ -36,7 +36,7 @@ def test_a_reading_short_of_the_clients_connections_is_taken_again_until_all_are
         assert host.all_seen.wait(30)
         spread._thread.join(30)
     assert host.readings == 5
-    assert spread.figures() == {"total": 5, "per_worker": [3, 2, 0], "min": 0, "max": 3}
+    assert spread.figures() == {"total": 5, "expected": 5, "per_worker": [3, 2, 0], "min": 0, "max": 3}
 
 
 def test_without_an_expected_count_one_reading_is_the_figure():
@@ -77,5 +77,5 @@ def test_a_reading_that_outlasts_the_window_is_not_the_windows_figure():
         assert host.second_begun.wait(30)
         spread._stop.set()           # what leaving the context does: the window is over
         host.window_over.set()
-    assert spread.figures() == {"total": 5, "per_worker": [3, 2], "min": 2, "max": 3}
+    assert spread.figures() == {"total": 5, "expected": 8, "per_worker": [3, 2], "min": 2, "max": 3}
 

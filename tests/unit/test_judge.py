@@ -133,6 +133,14 @@ def test_a_worker_holding_twice_its_share_of_connections_is_warned_about():
         "3 on the idlest, 8 would be even")
     # a threaded server: only the total is known
     assert judge.spread_warning({"client_connections": {"total": 64, "per_worker": None}}) is None
+    # a reading that missed connections (5 of 16 seen) judges nothing: the other 11 may
+    # all sit on the idle workers
+    missed = {"client_connections": {"total": 5, "expected": 16, "per_worker": [3, 2, 0, 0],
+                                     "min": 0, "max": 3}}
+    assert judge.spread_warning(missed) is None
+    seen_all = {"client_connections": {**missed["client_connections"], "total": 16,
+                                       "per_worker": [13, 2, 1, 0], "max": 13}}
+    assert judge.spread_warning(seen_all).startswith("client connections spread unevenly")
 
 
 def test_stress_checks_burst_errors_and_memory_growth():
