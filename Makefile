@@ -23,7 +23,6 @@ GO_BIN ?= /usr/local/go/bin
 export PATH := $(if $(CARGO_BIN),$(CARGO_BIN):)$(PATH)$(if $(GO_BIN),:$(GO_BIN))
 VENV := .venv
 PYTHON := $(VENV)/bin/python
-SERVER_REQUIREMENTS := $(wildcard servers/*/requirements.txt)
 ARGS ?=
 # what `make test` and `make test-changed` measure a change against (a commit, branch or
 # tag); empty: the merge base with the default branch, else HEAD~1 (bench/cli/changed.py)
@@ -84,14 +83,15 @@ venv: $(VENV)/.installed
 tools:
 	@bash scripts/install_oha.sh && bash scripts/install_k6.sh
 
-# One virtualenv for the harness and every Python server: pip resolves all pins
-# together, so a conflict shows at install time, not in the middle of a run. It is made
-# from the first Python >= 3.11 found (scripts/find_python.sh).
-$(VENV)/.installed: requirements.txt $(SERVER_REQUIREMENTS)
+# The harness's own virtualenv, made from the first Python >= 3.11 found
+# (scripts/find_python.sh). No server runs from it: each Python server gets a virtualenv
+# of its own from its requirements.txt when a run or a test first needs it, cached by
+# that file's content (bench/infra/envs.py), so two versions of a server's pins are
+# measured each with its own packages.
+$(VENV)/.installed: requirements.txt
 	python=$$(bash scripts/find_python.sh) || { echo "no Python >= 3.11: run make setup" >&2; exit 1; }; \
 	  "$$python" -m venv $(VENV)
-	$(PYTHON) -m pip install -q --disable-pip-version-check -r requirements.txt \
-		$(addprefix -r ,$(SERVER_REQUIREMENTS))
+	$(PYTHON) -m pip install -q --disable-pip-version-check -r requirements.txt
 	touch $@
 
 # Runs each available server's build step (e.g. cargo build --release) now rather than at

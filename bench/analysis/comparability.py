@@ -205,3 +205,41 @@ def noise_differences(base: dict, cand: dict, gap: float = NOISE_GAP) -> list[st
             out.append(f"the baseline's samples ran with {a[name] * 100:.1f} % {what} "
                        f"(median), the candidate's with {b[name] * 100:.1f} %")
     return out
+
+
+# A server's dependency versions (`servers.<id>.versions`) are not part of the key: a
+# dependency bump is what compare, ab and the nightly are there to measure, so two runs
+# across one stay comparable, and each of them names the bump next to its verdicts
+# (a run from before versions were recorded names nothing).
+def dependency_changes(before: dict | None, after: dict | None) -> list[str]:
+    """"sanic 25.12.1 → 23.6.0" for each dependency whose version differs between two
+    `versions` blocks, "+name v" / "-name v" for one only one side has; [] when either
+    side recorded none."""
+    if not before or not after:
+        return []
+    out = []
+    for name in sorted(set(before) | set(after), key=str.lower):
+        x, y = before.get(name), after.get(name)
+        if x == y:
+            continue
+        out.append(f"+{name} {y}" if x is None else f"-{name} {x}" if y is None
+                   else f"{name} {x} → {y}")
+    return out
+
+
+def server_dependency_changes(base: dict, cand: dict, server_base: str | None = None,
+                              server_cand: str | None = None) -> dict[str, list[str]]:
+    """{server: its dependency changes} between two runs for every server both measured
+    (or, within one document such as an A/B run's, between two labels of one server)."""
+    a, b = base.get("servers") or {}, cand.get("servers") or {}
+    if server_base is not None:
+        pairs = [(server_base.split("@")[0], server_base, server_cand)]
+    else:
+        pairs = [(s, s, s) for s in sorted(set(a) & set(b))]
+    out = {}
+    for name, x, y in pairs:
+        changed = dependency_changes((a.get(x) or {}).get("versions"),
+                                     (b.get(y) or {}).get("versions"))
+        if changed:
+            out[name] = changed
+    return out

@@ -108,6 +108,9 @@ class Comparison:
     # the runs' noise differs widely (comparability.noise_differences): verdicts weak unless
     # req/s moved by more than the noise could explain (beyond_noise)
     noise_reasons: list[str] = field(default_factory=list)
+    # server -> its dependencies whose versions differ between the runs ("sanic 25.12.1
+    # → 23.6.0"): not a reason to refuse the comparison, what explains a verdict
+    dependency_changes: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def regressed(self) -> list[CaseComparison]:
@@ -133,6 +136,8 @@ class Comparison:
         d = asdict(self)
         if not self.noise_reasons:      # older comparisons' JSON stays as it was
             del d["noise_reasons"]
+        if not self.dependency_changes:
+            del d["dependency_changes"]
         d["counts"] = self.counts()
         for row, case in zip(d["cases"], self.cases):
             row["moved"] = case.moved
@@ -313,6 +318,7 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
                       comparability.database_differences(base_key, cand_key, engine))
         result.cases.append(compare_case(b, c, thresholds=thresholds, alpha=alpha,
                                          extra_reasons=result.run_reasons + db_reasons))
+    result.dependency_changes = comparability.server_dependency_changes(base, cand)
     result.noise_reasons = comparability.noise_differences(base, cand)
     if result.noise_reasons:
         margin = comparability.NOISE_EXPLAINS * comparability.noise_gap(base, cand)

@@ -33,6 +33,8 @@ class Point:
     ci_low: float | None
     ci_high: float | None
     samples: int
+    # the server's dependency versions in that run (servers.<id>.versions), {} if none
+    versions: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -43,6 +45,9 @@ class ChangePoint:
     after: float                # mean of the segment after
     change: float               # relative change of the mean
     p_value: float
+    # the server's dependencies whose versions differ between the last run of the old
+    # level and the first of the new ("sanic 25.12.1 → 26.0.0"): what a reader asks first
+    dependency_changes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -109,12 +114,16 @@ def build(docs: list[dict], *, server: str | None = None, test: str | None = Non
                 keys[case["id"], kid] = key
             s.points.append(Point(doc["run_id"], doc["started_at"],
                                   git.get("commit") or doc["environment"].get("git_commit"),
-                                  rps["median"], rps["ci_low"], rps["ci_high"], rps["n"]))
+                                  rps["median"], rps["ci_low"], rps["ci_high"], rps["n"],
+                                  ((doc.get("servers") or {}).get(case["server"]) or {})
+                                  .get("versions") or {}))
     previous: dict[str, tuple[str, str]] = {}
     for (case_id, kid), s in series.items():          # in order of each series' first run
         values = [p.median for p in s.points]
         s.change_points = [ChangePoint(i, s.points[i].run_id, before, after,
-                                       after / before - 1 if before else 0.0, p)
+                                       after / before - 1 if before else 0.0, p,
+                                       comparability.dependency_changes(
+                                           s.points[i - 1].versions, s.points[i].versions))
                            for i, before, after, p in change_points(values)]
         if case_id in previous:
             engines = () if s.database == "none" else (s.database,)

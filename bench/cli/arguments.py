@@ -44,6 +44,13 @@ def add_selection(p: argparse.ArgumentParser) -> None:
                    help="a settings sweep: each framework measured once per value of this "
                         "environment variable (e.g. GOMAXPROCS=2,8), in the same rounds, "
                         "its rows labelled id@NAME=V; repeat the flag for combinations")
+    g.add_argument("--dep", dest="deps", action="append", default=[],
+                   metavar="NAME=V[,V...]",
+                   help="a release sweep: each framework that declares this dependency (its "
+                        "requirements.txt or go.mod) measured once per listed version of it, "
+                        "each in an environment of its own, in the same rounds, its rows "
+                        "labelled id@NAME=V (e.g. sanic=23.6.0,25.12.1, "
+                        "github.com/gin-gonic/gin=v1.11.0,v1.12.0)")
     g.add_argument("--servers-dir", action="append", type=Path, default=[],
                    help="an extra folder of server folders (e.g. test fixtures)")
 

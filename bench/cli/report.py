@@ -66,6 +66,8 @@ def show_history(args: argparse.Namespace) -> int:
     for s in series:
         last = s.points[-1]
         steps = "; ".join(f"{cp.change:+.1%} at {cp.run_id} (p {cp.p_value:.1g})"
+                          + (f", dependencies changed: {', '.join(cp.dependency_changes)}"
+                             if cp.dependency_changes else "")
                           for cp in s.change_points) or "none"
         rows.append([s.title, f"{s.server} {s.database} {'orm' if s.orm else 'raw'}", s.key_id,
                      f"{s.points[0].run_id} … {last.run_id}", len(s.points),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.core.settings import SelectionError, Settings, from_public
-from bench.infra import environment
+from bench.infra import environment, versions
 from bench.storage import document, resume, results
 
 
@@ -40,7 +40,7 @@ def reopen(kind: str, given: str, now: Settings, specs: dict) -> tuple[Settings,
                            postgres_dsn=now.postgres_dsn, mysql_dsn=now.mysql_dsn)
     env = environment.environment()
     env["machine_id"] = environment.fingerprint(env)
-    versions = {sid: environment.server_versions(specs[sid].dir)
+    versions = {sid: versions.server_versions(specs[sid])
                 for sid in run.servers if sid in specs}
     changed = resume.differences(run, env, versions)
     if changed:

@@ -99,6 +99,9 @@ class ServerSpec:
     # of one server must not overwrite each other's binaries in one cache).
     arm: str = ""
     cache_dir: Path | None = None
+    # Set by a release sweep (`--dep`, bench.core.deps): dependency -> the version this
+    # version of the server is built with instead of its own pin (bench.infra.envs)
+    deps: dict = field(default_factory=dict)
     # the database suite (bench.core.suite): how each (engine, orm) variant does its work;
     # None = the server does not implement the suite's endpoints
     suite: dict | None = None

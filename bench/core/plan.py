@@ -11,7 +11,7 @@ import dataclasses
 import random
 from dataclasses import dataclass, field
 
-from bench.core import server_env, suite
+from bench.core import deps, server_env, suite
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
 from bench.core.settings import DB_TESTS, DEFAULT_OPEN_MODEL, NO_DB_TESTS, NO_PROXY, \
     SelectionError, Settings, closed_loop_generators, open_model_generators, rate_base, validate
@@ -132,6 +132,7 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
     servers" and of the ceiling; naming one is a SelectionError that gives the reason."""
     validate(settings, list(specs), proxies)
     server_env.parse(settings.server_env)          # a wrong sweep fails before any work
+    deps.parse(settings.deps)
     unavailable = unavailable or {}
     check_available(settings.servers, unavailable)
     points = load_points(settings)
@@ -139,13 +140,16 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
                                           if not specs[s].reference and s not in unavailable)
     frameworks = [s for s in selected if not specs[s].reference]
     check_suite(settings, specs, frameworks)
+    if settings.deps:
+        deps.check(settings.deps, [specs[s] for s in frameworks])
     references = [s for s in selected if specs[s].reference]
     if settings.ceiling and frameworks:
         references += [s for s in sorted(specs) if specs[s].reference and s not in references
                        and s not in unavailable]
     cases: list[Case] = []
     for spec in [version for server_id in frameworks
-                 for version in server_env.swept(specs[server_id], settings.server_env)]:
+                 for swept in server_env.swept(specs[server_id], settings.server_env)
+                 for version in deps.swept(swept, settings.deps)]:
         for database, orm in spec.variants():
             if database in settings.databases and _orm_wanted(orm, settings.orm):
                 cases += [Case(Variant(spec, database, orm), t, p, n)

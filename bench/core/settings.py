@@ -101,7 +101,7 @@ RUNTIME_THREADS = ("cpus", "workers")
 # parsing (a caller may still give lists; they are frozen on construction)
 SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
                    "behind", "rates", "servers_dirs", "n_levels", "server_env",
-                   "generators")
+                   "deps", "generators")
 
 # the load generators and the models each runs (False: the closed loop, True: the open
 # model): bench.load's registry, named here because core imports nothing from load
@@ -160,9 +160,9 @@ class Settings:
     # actix): "cpus" = as many threads as the CPUs the server may use, at most W;
     # "workers" = W threads (bench.core.manifest.ServerSpec.workers_for)
     runtime_threads: str = "cpus"
-    # a settings sweep: "NAME=V1,V2" items; each framework measured once per combination
-    # of values with them in its environment (bench.core.server_env)
-    server_env: tuple[str, ...] = ()
+    # a settings sweep: "NAME=V1,V2" items, a framework measured per combination of values
+    server_env: tuple[str, ...] = ()          # in its environment (bench.core.server_env)
+    deps: tuple[str, ...] = ()      # a release sweep: "NAME=V1,V2" items (bench.core.deps)
     # "none" = clients talk to the server directly; a proxy name (proxies/<name>/) puts
     # that reverse proxy in front of every server; several = each a case of its own
     behind: tuple[str, ...] = (NO_PROXY,)

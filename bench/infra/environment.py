@@ -1,21 +1,11 @@
-"""The fingerprint of a run: the machine, the tools, and every framework and driver version
-each server really used. Enough to tell whether two runs can be compared, and to say in
-one sentence under the tables what produced them.
-
-Versions are read from what a server folder ships (Cargo.lock, requirements.txt against
-the installed virtualenv, go.mod, package-lock.json), so no framework is named here and a
-new server's versions are recorded without a line of code.
-"""
+"""The fingerprint of a run: the machine, the tools, the code. Enough to tell whether two
+runs can be compared, and to say in one sentence under the tables what produced them.
+What each server's dependencies were: bench.infra.versions."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
-import re
-import tomllib
-from importlib import metadata
-from pathlib import Path
 
 from bench.core.machine import fingerprint  # noqa: F401 - the run's machine id, kept here too
 from bench.infra.host import LOCAL, Host
@@ -95,97 +85,3 @@ def build_env() -> dict:
 
 
 # ------------------------------------------------------------------ server versions
-
-_REQ = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;#]+)")
-
-
-def _python_requirements(path: Path) -> dict:
-    out = {}
-    for line in path.read_text().splitlines():
-        m = _REQ.match(line)
-        if m:
-            name = re.sub(r"\[.*\]", "", m.group(1))
-            try:
-                out[name] = metadata.version(name)
-            except metadata.PackageNotFoundError:
-                out[name] = f"{m.group(2)} (pinned, not installed)"
-    return out
-
-
-def _cargo(folder: Path) -> dict:
-    """The server's direct dependencies, and those of its path dependencies (a shared
-    crate such as servers/_rscommon), at the versions Cargo.lock pins."""
-    deps = tomllib.loads((folder / "Cargo.toml").read_text()).get("dependencies", {})
-    direct = set(deps)
-    for spec in deps.values():
-        if isinstance(spec, dict) and "path" in spec:
-            shared = tomllib.loads((folder / spec["path"] / "Cargo.toml").read_text())
-            direct |= set(shared.get("dependencies", {}))
-    # a workspace member's lock file is the workspace's (servers/Cargo.lock)
-    lock_path = next((d / "Cargo.lock" for d in (folder, *folder.parents)
-                      if (d / "Cargo.lock").exists()), folder / "Cargo.lock")
-    lock = tomllib.loads(lock_path.read_text())
-    return {p["name"]: p["version"] for p in lock.get("package", []) if p["name"] in direct}
-
-
-def _go_mod(folder: Path) -> tuple[dict, dict, dict]:
-    """(direct requirements, every requirement, local replacements) of folder/go.mod:
-    module -> version, module -> version, module -> the folder it is replaced by."""
-    direct, every, local, block = {}, {}, {}, ""
-    for raw in (folder / "go.mod").read_text().splitlines():
-        line = raw.split("//")[0].strip()
-        if line in ("require (", "replace ("):
-            block = line.split()[0]
-            continue
-        if block and line == ")":
-            block = ""
-            continue
-        kind = block or line.split(" ", 1)[0]
-        parts = line.removeprefix(f"{kind} ").split() if not block else line.split()
-        if kind == "require" and len(parts) >= 2:
-            every[parts[0]] = parts[1]
-            if "// indirect" not in raw:          # what the module itself requires
-                direct[parts[0]] = parts[1]
-        elif kind == "replace" and "=>" in parts:
-            target = parts[parts.index("=>") + 1:]
-            if len(target) == 1 and target[0].startswith((".", "/")):   # a local folder
-                local[parts[0]] = (folder / target[0]).resolve()
-    return direct, every, local
-
-
-def _go(folder: Path) -> dict:
-    """The server's direct requirements, and those of the local modules it is built with
-    (a shared module such as servers/_gocommon, taken through a `replace` to a folder),
-    at the versions the server's go.mod selects."""
-    direct, every, local = _go_mod(folder)
-    out = {m: v for m, v in direct.items() if m not in local}
-    for shared in local.values():
-        if (shared / "go.mod").is_file():
-            for module, version in _go_mod(shared)[0].items():
-                out.setdefault(module, every.get(module, version))
-    return out
-
-
-def _npm(folder: Path) -> dict:
-    package = json.loads((folder / "package.json").read_text())
-    lock = json.loads((folder / "package-lock.json").read_text())
-    packages = lock.get("packages", {})
-    return {name: packages.get(f"node_modules/{name}", {}).get("version", spec)
-            for name, spec in package.get("dependencies", {}).items()}
-
-
-VERSION_SOURCES = (("requirements.txt", _python_requirements),
-                   ("Cargo.toml", _cargo), ("go.mod", _go), ("package-lock.json", _npm))
-
-
-def server_versions(folder: Path) -> dict:
-    """Direct dependencies and their versions, from whatever lock files the folder has."""
-    out: dict = {}
-    for name, reader in VERSION_SOURCES:
-        path = folder / name
-        if path.exists():
-            try:
-                out.update(reader(path if reader is _python_requirements else folder))
-            except (OSError, ValueError, KeyError, tomllib.TOMLDecodeError) as exc:
-                out[f"({name})"] = f"unreadable: {exc}"
-    return out

@@ -13,6 +13,7 @@ from pathlib import Path
 from bench.core import manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
+from bench.infra import envs
 from bench.infra.db import Endpoint
 from bench.infra.environment import build_env
 from bench.infra.host import LOCAL
@@ -71,10 +72,13 @@ def template_values(spec: manifest.ServerSpec, settings: Settings, database: str
                     host: Host = LOCAL, workers: int | None = None) -> dict:
     """The manifest's placeholders, as paths on the host that runs the server (the project
     is at the same place in its workdir); `workers` if already known (server_workers)."""
+    where = envs.location(spec, host)      # its own virtualenv, a --dep's copy of it
     return {
-        "python": host.project_path(sys.executable), "dir": host.project_path(spec.dir),
+        "python": where.python or host.project_path(sys.executable),
+        "dir": where.dir or host.project_path(spec.dir),
         "servers_dir": host.project_path(spec.dir.parent),
-        "cache_dir": str(spec.cache_dir) if spec.cache_dir else host.cache_dir(),
+        "cache_dir": where.cache_dir or (str(spec.cache_dir) if spec.cache_dir
+                                         else host.cache_dir()),
         "host": settings.host, "port": str(settings.port),
         "workers": str(workers or server_workers(spec, settings, host)), "db": database,
         "pool_size": str(pool_size(spec, settings, database)),
@@ -84,14 +88,27 @@ def template_values(spec: manifest.ServerSpec, settings: Settings, database: str
 BUILD_TIMEOUT_S = 1800     # a cold Rust build with fat LTO takes minutes on 2 cores, never this
 
 
+def needs_build(spec) -> bool:
+    """A build step to run: the manifest's build command, or an environment of its own
+    to make (bench.infra.envs)."""
+    return bool(spec.build) or envs.needed(spec)
+
+
 def build(spec: manifest.ServerSpec, settings: Settings, log_path: Path,
           host: Host = LOCAL) -> float:
-    """Run the manifest's build command once; returns seconds taken."""
+    """Make the server's own environment if it has one (cached by content), then run the
+    manifest's build command once; returns seconds taken."""
+    try:
+        seconds = envs.prepare(spec, host, log_path,
+                               lambda name, folder: _build_lock(name, folder, host))
+    except envs.EnvError as exc:
+        raise ServerError(f"environment of {spec.label}: {exc}", exc.log) from exc
     if not spec.build:
-        return 0.0
+        return seconds
     values = template_values(spec, settings, "none", host)
-    return run_build(spec.id, [manifest.expand(a, values) for a in spec.build],
-                     spec.dir, values["cache_dir"], log_path, host)
+    return seconds + run_build(spec.id, [manifest.expand(a, values) for a in spec.build],
+                               Path(envs.location(spec, host).dir or spec.dir),
+                               values["cache_dir"], log_path, host)
 
 
 def run_build(name: str, argv: list[str], folder: Path, cache_dir: str, log_path: Path,

@@ -6,6 +6,7 @@ import json
 
 from tabulate import tabulate
 
+from bench.analysis import comparability
 from bench.analysis.figures import ERROR_RATE, P99, RELATIVE, RPS
 from bench.analysis.paired import ALPHA, MIN_EFFECT, PairedCase, PairedFigure
 
@@ -27,7 +28,17 @@ def _change(f: PairedFigure | None) -> str:
     return text
 
 
-def _row(c: PairedCase) -> list[str]:
+def dependency_changes(doc: dict, servers: list[str]) -> dict[str, list[str]]:
+    """{server: "sanic 25.12.1 → 23.6.0", ...} between its baseline's (A) environment and
+    its candidate's (B), as each arm's samples recorded them."""
+    out = {}
+    for server in servers:
+        out.update(comparability.server_dependency_changes(doc, doc, f"{server}@A",
+                                                           f"{server}@B"))
+    return out
+
+
+def _row(c: PairedCase, changes: dict[str, list[str]]) -> list[str]:
     figs = {f.figure: f for f in c.figures}
     rps = figs.get(RPS)
     medians = "-" if rps is None or rps.baseline is None else \
@@ -37,11 +48,12 @@ def _row(c: PairedCase) -> list[str]:
     p = "-" if rps is None or rps.p_value is None else f"{rps.p_value:.3f}"
     return [c.test, f"{c.server} {c.database} {'orm' if c.orm else 'raw'}", medians,
             _change(rps), _change(figs.get(P99)), _change(figs.get(ERROR_RATE)), p, floor,
-            MARKS[c.verdict], c.reason or ""]
+            MARKS[c.verdict], c.reason or "", ", ".join(changes.get(c.server, [])) or "-"]
 
 
 HEADERS = ["test", "variant", "req/s A → B (median)", "req/s change [95 % CI]", "p99 change",
-           "error-rate change", "p (req/s)", "A/A noise / threshold", "verdict", "why"]
+           "error-rate change", "p (req/s)", "A/A noise / threshold", "verdict", "why",
+           "dependencies A → B"]
 
 
 def counts(rows: list[PairedCase]) -> dict[str, int]:
@@ -69,7 +81,9 @@ def to_markdown(doc: dict | None, rows: list[PairedCase], selection_why: str,
              f"**{n['broken']} broken, {n['slower']} slower, {n['faster']} faster, "
              f"{n['unchanged']} unchanged, {n['not comparable']} not comparable.**", ""]
     ordered = sorted(rows, key=lambda r: ORDER.index(r.verdict))
-    body = tabulate([_row(r) for r in ordered], HEADERS, tablefmt="pipe", disable_numparse=True)
+    changes = dependency_changes(doc, servers)
+    body = tabulate([_row(r, changes) for r in ordered], HEADERS, tablefmt="pipe",
+                    disable_numparse=True)
     foot = ["", f"A change counts when a paired t test over the blocks gives p < {ALPHA:g} "
                 "and it exceeds the threshold: the A/A noise of this sitting (the median "
                 "difference of two back-to-back samples of one version) over the square "
@@ -84,6 +98,7 @@ def to_json(doc: dict | None, rows: list[PairedCase], selection_why: str,
     return json.dumps({"run_id": doc["run_id"] if doc else None,
                        "ab": doc["ab"] if doc else None, "selection": selection_why,
                        "servers": servers, "counts": counts(rows),
+                       "dependency_changes": dependency_changes(doc, servers) if doc else {},
                        "cases": [r.as_dict() for r in rows]}, indent=2) + "\n"
 
 

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.analysis.history import Series  # noqa: E402
 from bench.report.levels import LevelSeries, level_series  # noqa: E402
+from bench.report.releases import ReleaseSeries, release_series  # noqa: E402
 from bench.report.sweep import SweepSeries, sweep_series  # noqa: E402
 from bench.report.tables import RateTable, Row, Table, header_sentence, slug  # noqa: E402
 
@@ -151,17 +152,23 @@ def rate_chart(table: RateTable, doc: dict, path: Path) -> Path | None:
     return path
 
 
+def _medians_and_bars(rows: list[Row]) -> tuple[list[float], list[list[float]]]:
+    """The rows' median req/s and their 95 % intervals as matplotlib's error bars (below,
+    above); a row without an interval gets none."""
+    medians = [r.rps.median for r in rows]
+    low = [m - (r.rps.ci_low if r.rps.ci_low is not None else m) for m, r in zip(medians, rows)]
+    high = [(r.rps.ci_high if r.rps.ci_high is not None else m) - m
+            for m, r in zip(medians, rows)]
+    return medians, [low, high]
+
+
 def level_chart(series: LevelSeries, doc: dict, path: Path) -> Path:
     """Median req/s against n (log scale), a line per server variant, the 95 % interval of
     each median as error bars."""
     fig, ax = plt.subplots(figsize=(9, 5.4))
     for name, rows in series.curves.items():
-        medians = [r.rps.median for r in rows]
-        low = [m - (r.rps.ci_low if r.rps.ci_low is not None else m)
-               for m, r in zip(medians, rows)]
-        high = [(r.rps.ci_high if r.rps.ci_high is not None else m) - m
-                for m, r in zip(medians, rows)]
-        ax.errorbar([r.n for r in rows], medians, yerr=[low, high], marker="o", markersize=3,
+        medians, bars = _medians_and_bars(rows)
+        ax.errorbar([r.n for r in rows], medians, yerr=bars, marker="o", markersize=3,
                     linewidth=1.2, capsize=3, label=name)
     ax.set_xscale("log")
     ax.set_xticks(series.levels, [str(n) for n in series.levels])
@@ -184,12 +191,8 @@ def sweep_chart(series: SweepSeries, doc: dict, path: Path) -> Path:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7.2), sharex=True)
     for name, curve in series.curves.items():
         levels = [c for c, _ in curve]
-        medians = [r.rps.median for _, r in curve]
-        low = [m - (r.rps.ci_low if r.rps.ci_low is not None else m)
-               for m, (_, r) in zip(medians, curve)]
-        high = [(r.rps.ci_high if r.rps.ci_high is not None else m) - m
-                for m, (_, r) in zip(medians, curve)]
-        line = top.errorbar(levels, medians, yerr=[low, high], marker="o", markersize=3,
+        medians, bars = _medians_and_bars([r for _, r in curve])
+        line = top.errorbar(levels, medians, yerr=bars, marker="o", markersize=3,
                             linewidth=1.2, capsize=3, label=name)
         p99 = [(c, r.latency_ms.get("p99")) for c, r in curve]
         bottom.plot([c for c, v in p99 if v is not None], [v for _, v in p99 if v is not None],
@@ -207,9 +210,42 @@ def sweep_chart(series: SweepSeries, doc: dict, path: Path) -> Path:
     bottom.set_xticks(series.connections, [str(c) for c in series.connections])
     bottom.minorticks_off()
     bottom.set_xlabel("connections (log scale)")
-    for ax in (top, bottom):
+    return _save_two_panels(fig, (top, bottom), doc, path, bottom_margin=0.16)
+
+
+def release_chart(series: ReleaseSeries, doc: dict, path: Path) -> Path:
+    """A release sweep: median req/s (95 % interval as error bars) above, p99 below, both
+    against the releases in the order listed, a line per variant; a release with no ok
+    row is a gap."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7.2), sharex=True)
+    x = list(range(len(series.versions)))
+    for variant, by_version in series.rows.items():
+        points = [(i, by_version.get(v)) for i, v in enumerate(series.versions)]
+        ok = [(i, r) for i, r in points if r is not None and r.ranked]
+        if not ok:
+            continue
+        medians, bars = _medians_and_bars([r for _, r in ok])
+        line = top.errorbar([i for i, _ in ok], medians, yerr=bars, marker="o",
+                            markersize=4, linewidth=1.2, capsize=3, label=variant)
+        p99 = [(i, r.latency_ms.get("p99")) for i, r in ok]
+        bottom.plot([i for i, v in p99 if v is not None], [v for _, v in p99 if v is not None],
+                    marker="o", markersize=4, linewidth=1.2, color=line[0].get_color())
+    top.set_ylabel("req/s (median; bars: 95 % CI)")
+    top.set_ylim(bottom=0)
+    top.set_title(series.title, fontsize=11)
+    top.legend(fontsize=7, loc="best")
+    bottom.set_ylabel("p99 latency (ms)")
+    bottom.set_ylim(bottom=0)
+    bottom.set_xticks(x, [f"{series.dependency}\n{v}" for v in series.versions])
+    bottom.set_xlabel("release of the dependency (the framework's own code unchanged)")
+    return _save_two_panels(fig, (top, bottom), doc, path, bottom_margin=0.18)
+
+
+def _save_two_panels(fig, axes, doc: dict, path: Path, bottom_margin: float) -> Path:
+    """req/s above, p99 below (a sweep's or a release sweep's chart): grid, caption, file."""
+    for ax in axes:
         ax.grid(True, which="major", alpha=0.3)
-    fig.subplots_adjust(bottom=0.16, top=0.94, hspace=0.08)
+    fig.subplots_adjust(bottom=bottom_margin, top=0.94, hspace=0.08)
     _caption(fig, header_sentence(doc) + " Only ok measurements make points.")
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
@@ -223,6 +259,8 @@ def run_charts(tables: list[Table], doc: dict, folder: Path,
     out = [p for t in rates if (p := rate_chart(t, doc, folder / f"{slug(t.title)}-rate.png"))]
     out += [level_chart(s, doc, folder / s.chart_name) for s in level_series(tables)]
     out += [sweep_chart(s, doc, folder / s.chart_name) for s in sweep_series(tables)]
+    out += [release_chart(s, doc, folder / s.chart_name)
+            for s in release_series(tables, doc.get("settings", {}))]
     for table in tables:
         name = slug(table.title)
         for draw, kind in ((throughput_chart, "throughput"), (latency_chart, "latency")):
@@ -244,8 +282,9 @@ def history_chart(series: Series, path: Path, machine: str) -> Path:
     ax.plot(xs, medians, marker="o", markersize=3, color="#2b6cb0", label="median req/s")
     for cp in series.change_points:
         ax.axvline(cp.index - 0.5, color="#c53030", linestyle="--", linewidth=1)
-        ax.text(cp.index - 0.5, max(highs), f" {cp.change:+.1%}", color="#c53030", fontsize=8,
-                va="top")
+        bump = "\n".join(f" {c}" for c in cp.dependency_changes[:3])
+        ax.text(cp.index - 0.5, max(highs), f" {cp.change:+.1%}" + (f"\n{bump}" if bump else ""),
+                color="#c53030", fontsize=8, va="top")
     step = max(1, len(xs) // 10)
     ax.set_xticks(xs[::step], [p.run_id[:15] for p in series.points][::step], rotation=30,
                   fontsize=7, ha="right")

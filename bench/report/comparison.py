@@ -59,9 +59,13 @@ def _row(c: CaseComparison, cmp: Comparison) -> list[str]:
     rps = "-" if c.baseline_rps is None else f"{c.baseline_rps:,.0f} → {c.candidate_rps:,.0f}"
     verdict = MARKS[c.verdict] + (" (weak)" if c.weak else "")
     p = "-" if c.p_value is None else f"{c.p_value:.3f}"
+    why = _why(c)
+    changed = cmp.dependency_changes.get(c.server)
+    if changed:
+        why += ("; " if why else "") + f"dependencies changed: {', '.join(changed)}"
     return [c.title, variant, rps, _ratio(c.rps_ratio, c.rps_ratio_ci),
             _ratio(c.p99_ratio, c.p99_ratio_ci), _error_rates(c), p, _thresholds(c, cmp),
-            verdict, _why(c)]
+            verdict, why]
 
 
 HEADERS = ["test", "variant", "req/s (median)", "req/s ratio [95 % CI]", "p99 ratio [95 % CI]",
@@ -108,6 +112,11 @@ def to_markdown(cmp: Comparison) -> str:
     head += [f"**Warning:** {line}." for line in warnings(cmp)]
     if head[-1] != "":
         head.append("")
+    if cmp.dependency_changes:
+        head += ["Dependencies that changed between the runs (each server's own "
+                 "environment, as recorded with its samples):", ""]
+        head += [f"- {server}: {', '.join(changes)}"
+                 for server, changes in cmp.dependency_changes.items()] + [""]
     ordered = sorted(cmp.cases, key=lambda c: ORDER[c.verdict])
     body = tabulate([_row(c, cmp) for c in ordered], HEADERS, tablefmt="pipe",
                     disable_numparse=True)

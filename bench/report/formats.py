@@ -14,7 +14,7 @@ from tabulate import tabulate
 
 from bench.analysis.latency import MERGED
 from bench.core.conformance import cell as conformance_cell
-from bench.report import cost, levels, proxies, sweep
+from bench.report import cost, levels, proxies, releases, sweep
 from bench.storage.results import VERIFICATION_REPORT
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
     header_sentence
@@ -226,6 +226,9 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
             out += ["Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(table.notes, 1)] + [""]
     out += levels_markdown(tables, doc)
     out += sweep_markdown(tables)
+    out += [line for series in releases.release_series(tables, doc.get("settings", {}))
+            for line in _series_markdown(series.title, *releases.release_cells(series),
+                                         releases.EXPLAINED, series.chart_name)]
     out += proxy_cost_markdown(tables)
     for table in rates:
         out += rate_markdown(table)

@@ -11,7 +11,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.core.conformance import CHECKS, PASS
-from bench.report import charts, cost, levels, proxies, sweep
+from bench.report import charts, cost, levels, proxies, releases, sweep
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
 from bench.storage.results import VERIFICATION_REPORT
@@ -65,17 +65,29 @@ def _verification(doc: dict) -> str:
               f'<a href="{VERIFICATION_REPORT}">{VERIFICATION_REPORT}</a>.</p>')
 
 
+def _series_html(title: str, heads: list[str], rows: list[list[str]], explained: str,
+                 chart_name: str, images: dict) -> list[str]:
+    """A series across one dimension (connections, releases): table, caption, chart."""
+    out = [f'<h2 id="{charts.slug(title)}">{html.escape(title)}</h2>',
+           tabulate(rows, heads, tablefmt="html", disable_numparse=True),
+           f'<p class="caption">{html.escape(explained)}</p>']
+    if chart_name in images:
+        out.append(_img(images[chart_name], title))
+    return out
+
+
 def _sweep_html(tables: list[Table], images: dict) -> list[str]:
     """A concurrency sweep: req/s and p99 against connections, table and chart."""
-    out = []
-    for series in sweep.sweep_series(tables):
-        heads, rows = sweep.sweep_cells(series)
-        out += [f'<h2 id="{charts.slug(series.title)}">{html.escape(series.title)}</h2>',
-                tabulate(rows, heads, tablefmt="html", disable_numparse=True),
-                f'<p class="caption">{html.escape(sweep.SWEEP_EXPLAINED)}</p>']
-        if series.chart_name in images:
-            out.append(_img(images[series.chart_name], series.title))
-    return out
+    return [line for series in sweep.sweep_series(tables)
+            for line in _series_html(series.title, *sweep.sweep_cells(series),
+                                     sweep.SWEEP_EXPLAINED, series.chart_name, images)]
+
+
+def _releases_html(tables: list[Table], doc: dict, images: dict) -> list[str]:
+    """A release sweep: req/s and p99 across the releases of a dependency."""
+    return [line for series in releases.release_series(tables, doc.get("settings", {}))
+            for line in _series_html(series.title, *releases.release_cells(series),
+                                     releases.EXPLAINED, series.chart_name, images)]
 
 
 def _proxy_cost_html(tables: list[Table]) -> list[str]:
@@ -169,6 +181,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
                 parts.append(_img(images[name], f"{table.title}: {kind}"))
     parts += _levels_html(tables, doc, images)
     parts += _sweep_html(tables, images)
+    parts += _releases_html(tables, doc, images)
     parts += _proxy_cost_html(tables)
     for table in rates:
         parts += _rates_html(table, images)

@@ -16,7 +16,7 @@ from bench.analysis import judge, statistics
 from bench.core.plan import Case, Sample, databases_needed, schedule
 from bench.core.settings import NO_PROXY, closed_loop_generators, open_model_generators, \
     parse_rate
-from bench.infra import databases, db, environment
+from bench.infra import databases, db, environment, versions
 from bench.infra import state as run_state
 from bench.infra import topology
 from bench.infra.lifecycle import running_server
@@ -116,7 +116,7 @@ class Run:
         specs = {c.variant.server.label: c.variant.server for c in cases}
         servers = {sid: ServerInfo(description=s.description, language=s.language,
                                    concurrency=s.concurrency, reference=s.reference,
-                                   versions=environment.server_versions(s.dir))
+                                   versions=versions.server_versions(s))
                    for sid, s in specs.items()}
         self.doc = RunRecord.new(
             run_id=run_id, settings=self.context.public(), environment=env,
@@ -255,6 +255,10 @@ class Run:
             self.doc.builds[server_id] = built.record
             if not built.ok:
                 self.build_errors[server_id] = built.reason
+            elif server_id in self.doc.servers:
+                # what its environment really holds, now that it is made
+                self.doc.servers[server_id].versions = \
+                    versions.server_versions(specs[server_id])
             self.save()
 
     def _build_proxies(self, names: set[str]) -> None:

@@ -30,7 +30,7 @@ from bench.core.settings import NO_PROXY, Settings
 from bench.infra import databases, db
 from bench.infra.hosts import Hosts
 from bench.infra.proxy import ProxySpec, build_proxy
-from bench.infra.server import ServerError, build
+from bench.infra.server import ServerError, build, needs_build
 from bench.infra.signals import shielded, sigterm_as_interrupt
 from bench.session import preflight
 from bench.session.preflight import FOR_RUN, Needs, PreflightError
@@ -239,7 +239,7 @@ class Session:
         an exception: the others still build."""
         say = display or self.display
         for spec in specs:
-            if not spec.build:
+            if not needs_build(spec):
                 continue
             if spec.label not in self._built:
                 log = Path(log_dir) / f"build-{spec.label}.log"

@@ -19,7 +19,7 @@ DEFAULT_PUBLIC = {
     "servers": [], "databases": ["postgres", "mysql"], "orm": "both",
     "tests": ["get user", "update user", "plain", "to json"], "preset": "default",
     "duration": 5.0, "warmup": 2.0, "repeat": 3, "connections": 64, "threads": 1,
-    "connection_levels": [64], "connection_modes": ["keep-alive"], "n_levels": None, "runtime_threads": "cpus", "server_env": [],
+    "connection_levels": [64], "connection_modes": ["keep-alive"], "n_levels": None, "runtime_threads": "cpus", "server_env": [], "deps": [],
     "behind": ["none"],
     "ceiling": True, "server_cpus": None, "client_cpus": None, "db_cpus": None, "rates": [],
     "knee_p99_ms": 20.0, "burst": 0.0, "workers": 8, "db_connections": 64, "timeout": 5.0,

@@ -1,25 +1,43 @@
-"""The environment fingerprint: versions read from each server folder's lock files."""
+"""The environment fingerprint, and the versions read from each server's lock files or
+its own virtualenv (bench.infra.versions)."""
+import dataclasses
+
+from bench.core.manifest import discover
 from bench.infra import environment
+from bench.infra.versions import server_versions
 from bench.paths import SERVERS_DIR
+
+SPECS = discover([SERVERS_DIR])
 
 
 def test_versions_come_from_lock_files_and_the_virtualenv():
-    axum = environment.server_versions(SERVERS_DIR / "axum")
+    axum = server_versions(SPECS["axum"])
     assert axum["axum"].startswith("0.") and "sqlx" in axum      # sqlx via the shared crate
-    gin = environment.server_versions(SERVERS_DIR / "gin")
+    gin = server_versions(SPECS["gin"])
     assert gin["github.com/gin-gonic/gin"].startswith("v1.")
     assert "golang.org/x/net" not in gin                          # indirect: not the server's
     # the drivers and cache come from the shared module (servers/_gocommon, a local
     # `replace`), at the versions the server's own go.mod selects; the module itself not
-    fasthttp = environment.server_versions(SERVERS_DIR / "fasthttp")
+    fasthttp = server_versions(SPECS["fasthttp"])
     for versions in (gin, fasthttp):
         assert {"github.com/jackc/pgx/v5", "github.com/go-sql-driver/mysql",
                 "github.com/hashicorp/golang-lru/v2"} <= set(versions)
         assert "webbench/gocommon" not in versions
     assert fasthttp["github.com/valyala/fasthttp"].startswith("v1.")
-    assert environment.server_versions(SERVERS_DIR / "fastify")["fastify"].startswith("5.")
-    sanic = environment.server_versions(SERVERS_DIR / "sanic")
-    assert sanic["sanic"][0].isdigit() and "(pinned, not installed)" not in sanic["sanic"]
+    assert server_versions(SPECS["fastify"])["fastify"].startswith("5.")
+    # a Python server: its own pins (installed ones once its virtualenv is made) and the
+    # interpreter; django_asgi's include django's file (-r ../django/requirements.txt)
+    sanic = server_versions(SPECS["sanic"])
+    assert sanic["sanic"][0].isdigit() and sanic["python"][0] == "3"
+    assert {"Django", "uvicorn"} <= set(server_versions(SPECS["django_asgi"]))
+
+
+def test_a_release_sweeps_version_is_the_one_asked_for():
+    older = dataclasses.replace(SPECS["sanic"], arm="sanic=23.6.0", deps={"sanic": "23.6.0"})
+    assert server_versions(older)["sanic"] == "23.6.0"
+    go = dataclasses.replace(SPECS["gin"], arm="x", deps={"github.com/gin-gonic/gin": "v1.0.0"})
+    found = server_versions(go)["github.com/gin-gonic/gin"]
+    assert found == "v1.0.0" or found == "v1.0.0 (asked)"     # made already, or not yet
 
 
 def test_machine_id_is_stable_and_can_be_named(monkeypatch):

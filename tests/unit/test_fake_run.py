@@ -65,7 +65,11 @@ def fake_environment(monkeypatch):
     stored = ROOT / "tests/golden/schema2-modes/results.json"
     env = json.loads(stored.read_text())["environment"]
     monkeypatch.setattr(run.environment, "environment", lambda: dict(env))
-    monkeypatch.setattr(run.environment, "server_versions", lambda folder: {})
+    monkeypatch.setattr(run.versions, "server_versions", lambda spec: {})
+    # a server's own virtualenv is made by pip on a real machine (tests/integration/
+    # test_envs.py); the fake host has nothing to make it with
+    from bench.infra import envs
+    monkeypatch.setattr(envs, "prepare", lambda *args, **kwargs: 0.0)
 
 
 def test_a_two_case_run_on_a_fake_host_with_a_fake_generator(tmp_path, monkeypatch,

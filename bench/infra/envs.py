@@ -1,0 +1,302 @@
+"""A server's own dependencies, built from its own files and cached by their content.
+
+- **Python**: a server whose folder has a requirements.txt and whose start command runs
+  `{python}` gets a virtualenv of its own, made from that file (its `-r` includes
+  inlined, a --dep pin applied) and cached under `<cache>/envs/python-<hash>`: the hash
+  of that text and the interpreter's version. Two checkouts (`ab`) whose requirements
+  differ get two environments; the same requirements share one. The harness's
+  .venv stays the harness's own: no server runs from it.
+- **Go, with a --dep**: a copy of the server's folder (its siblings linked, so that
+  `../_gocommon` still resolves) under `<cache>/envs/go-<hash>`, where `go mod edit`
+  changes the requirement and `go mod tidy` resolves the rest from the Go module
+  proxy; it builds into a cache folder of its own.
+- The other ecosystems already build from the version's own lock file in the version's
+  own folder (Cargo.lock with --locked, package-lock.json with npm ci, go.sum with
+  -mod=readonly), into a cache per version (`ab`): nothing to do here.
+
+An environment is complete once its marker file is written (after pip or go finished);
+a half-made one is made again. Each use touches `last_used`; `prune` removes those
+unused for PRUNE_AFTER_DAYS (run after a new one is made, and by `run_bench.py envs
+--prune`).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.core import deps as core_deps
+from bench.core.manifest import ServerSpec
+from bench.infra.seam import Host
+from bench.paths import CACHE_DIR
+
+MARKER = ".complete"                 # written last: the environment is whole
+LAST_USED = "last_used"
+PRUNE_AFTER_DAYS = 30
+ENV_TIMEOUT_S = 900                  # pip building sdists from source on 2 cores, never this
+_INCLUDE = re.compile(r"^\s*(-r|--requirement)\s+(\S+)")
+
+
+class EnvError(RuntimeError):
+    """An environment could not be made; `log` names the file with pip's or go's output."""
+
+    def __init__(self, what: str, log: Path | None = None):
+        super().__init__(what)
+        self.log = log
+
+
+def requirements_text(path: Path, seen: frozenset[Path] = frozenset()) -> str:
+    """A requirements file with its `-r other.txt` includes inlined (relative to the
+    including file), so that the environment's key is its whole content."""
+    path = path.resolve()
+    if path in seen:
+        raise EnvError(f"{path}: includes itself (-r)")
+    out = []
+    for line in path.read_text().splitlines():
+        m = _INCLUDE.match(line)
+        if m:
+            out.append(f"# from {m.group(2)}")
+            out.append(requirements_text(path.parent / m.group(2), seen | {path}).rstrip("\n"))
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def python_kind(spec: ServerSpec) -> bool:
+    """The server runs from a virtualenv of its own: its folder has a requirements.txt and
+    its start command runs `{python}` (nginx's start.py runs on the harness's Python and
+    has no requirements)."""
+    return (spec.dir / "requirements.txt").is_file() and any("{python}" in a for a in spec.start)
+
+
+def go_overlay_kind(spec: ServerSpec) -> bool:
+    return bool(spec.deps) and core_deps.ecosystem(spec.dir) == "go"
+
+
+def needed(spec) -> bool:
+    """Whether a build step must prepare an environment for this spec (a ProxySpec: no)."""
+    return isinstance(spec, ServerSpec) and (python_kind(spec) or go_overlay_kind(spec))
+
+
+@functools.lru_cache(maxsize=256)
+def _python_key(spec: ServerSpec) -> tuple[str, str]:
+    text = requirements_text(spec.dir / "requirements.txt")
+    if spec.deps:
+        text = core_deps.with_overrides(text, spec.deps)
+    runtime = f"{platform.python_implementation()} {platform.python_version()}"
+    key = hashlib.sha256(f"{runtime}\n{text}".encode()).hexdigest()[:16]
+    return key, text
+
+
+@functools.lru_cache(maxsize=256)
+def _go_key(spec: ServerSpec) -> str:
+    from bench.infra.checkout import code_hash
+    wanted = json.dumps(sorted(spec.deps.items()))
+    return hashlib.sha256(f"{code_hash(spec)}\n{wanted}".encode()).hexdigest()[:16]
+
+
+def _root(host: Host, name: str) -> str:
+    return f"{host.cache_dir()}/envs/{name}"
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a server runs from on a host: `python` its interpreter (None: the
+    harness's), `dir` its folder, `cache_dir` its build outputs (None: the default)."""
+    python: str | None = None
+    dir: str | None = None
+    cache_dir: str | None = None
+    env_root: str | None = None
+
+
+def location(spec: ServerSpec, host: Host) -> Location:
+    """Paths only, no work: what the template values of a server are made of."""
+    if python_kind(spec):
+        root = _root(host, f"python-{_python_key(spec)[0]}")
+        return Location(python=f"{root}/bin/python", env_root=root)
+    if go_overlay_kind(spec):
+        root = _root(host, f"go-{_go_key(spec)}")
+        return Location(dir=f"{root}/servers/{spec.dir.name}", cache_dir=f"{root}/build",
+                        env_root=root)
+    return Location()
+
+
+def prepare(spec: ServerSpec, host: Host, log_path: Path, lock) -> float:
+    """Make the server's environment unless it is complete already; seconds spent (0.0
+    when cached). `lock(name, folder)`: the build lock (bench.infra.server), held while
+    it is made, so two workers or runs wait for one another. EnvError on failure, with
+    the half-made environment removed."""
+    where = location(spec, host)
+    if where.env_root is None:
+        return 0.0
+    if host.remote and not python_kind(spec):
+        raise EnvError(f"{spec.label}: a --dep of a Go server is built on this machine only "
+                       f"(its server role is on {host.describe_where()})")
+    name = Path(where.env_root).name
+    with lock(f"env-{name}", host.cache_dir()):
+        if _exists(host, f"{where.env_root}/{MARKER}"):
+            _touch(host, f"{where.env_root}/{LAST_USED}")
+            return 0.0
+        started = time.monotonic()
+        _remove(host, where.env_root)
+        try:
+            if python_kind(spec):
+                _make_python(spec, host, where, log_path)
+            else:
+                _make_go_overlay(spec, where, log_path)
+        except BaseException:
+            _remove(host, where.env_root)
+            raise
+        seconds = time.monotonic() - started
+        _write(host, f"{where.env_root}/{MARKER}", json.dumps(
+            {"server": spec.label, "seconds": round(seconds, 1), "made": time.time()}))
+        _touch(host, f"{where.env_root}/{LAST_USED}")
+    if not host.remote:
+        prune()
+    return seconds
+
+
+def _run(host: Host, argv: list[str], log_path: Path, what: str, cwd: str | None = None,
+         env: dict | None = None) -> str:
+    done = host.run(argv, timeout=ENV_TIMEOUT_S, cwd=cwd, env=env)
+    with open(log_path, "a") as log:
+        log.write(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}")
+    if done.timed_out or done.returncode != 0:
+        last = next((line.strip() for line in reversed((done.stderr or done.stdout)
+                                                       .splitlines()) if line.strip()), "")
+        raise EnvError(f"{what} failed"
+                       f"{f' (exit {done.returncode})' if not done.timed_out else ' (timed out)'}"
+                       f"{f': {last[:300]}' if last else ''}", log_path)
+    return done.stdout
+
+
+def _make_python(spec: ServerSpec, host: Host, where: Location, log_path: Path) -> None:
+    root = where.env_root
+    harness_python = host.project_path(sys.executable)
+    _run(host, [harness_python, "-m", "venv", root], log_path,
+         f"python -m venv for {spec.label}")
+    _write(host, f"{root}/requirements.txt", _python_key(spec)[1])
+    _run(host, [where.python, "-m", "pip", "install", "--disable-pip-version-check",
+                "--no-input", "-q", "-r", f"{root}/requirements.txt"], log_path,
+         f"pip install of {spec.label}'s requirements")
+    freeze = _run(host, [where.python, "-m", "pip", "list", "--format=json",
+                         "--disable-pip-version-check"], log_path, "pip list")
+    try:
+        installed = {p["name"]: p["version"] for p in json.loads(freeze)}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise EnvError(f"pip list of {spec.label}'s environment is unreadable: {exc}",
+                       log_path) from exc
+    installed["python"] = platform.python_version() if not host.remote else \
+        _run(host, [where.python, "-c", "import platform; print(platform.python_version())"],
+             log_path, "python --version").strip()
+    _write(host, f"{root}/installed.json", json.dumps(installed, indent=1, sort_keys=True))
+
+
+def _make_go_overlay(spec: ServerSpec, where: Location, log_path: Path) -> None:
+    from bench.infra.checkout import NOT_CODE
+    servers = Path(where.env_root) / "servers"
+    mine = Path(where.dir)
+    shutil.copytree(spec.dir, mine, ignore=shutil.ignore_patterns(*NOT_CODE))
+    for sibling in spec.dir.parent.iterdir():
+        if sibling.name != spec.dir.name:
+            (servers / sibling.name).symlink_to(sibling.resolve())
+    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+    for module, version in spec.deps.items():
+        wanted = version if version.startswith("v") else f"v{version}"
+        _run_local(["go", "mod", "edit", f"-require={module}@{wanted}"], mine, env, log_path,
+                   f"go mod edit -require={module}@{wanted}")
+    _run_local(["go", "mod", "tidy"], mine, env, log_path,
+               f"go mod tidy of {spec.label} (the Go module proxy)")
+
+
+def _run_local(argv, cwd: Path, env: dict, log_path: Path, what: str) -> None:
+    from bench.infra.host import LOCAL
+    _run(LOCAL, argv, log_path, what, cwd=str(cwd), env=env)
+
+
+def installed(spec: ServerSpec, host: Host) -> dict | None:
+    """{distribution: version} of a complete Python environment (and "python": its
+    interpreter's version), None if it is not made (yet)."""
+    where = location(spec, host)
+    if not python_kind(spec) or host.remote:
+        return None
+    path = Path(where.env_root) / "installed.json"
+    if not (Path(where.env_root) / MARKER).exists() or not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def pinned(spec: ServerSpec) -> dict[str, str]:
+    """{canonical name: version} the server's (overridden) requirements pin."""
+    return core_deps.python_requirements(_python_key(spec)[1])
+
+
+# ------------------------------------------------------------------ the cache itself
+def listing(root: Path = CACHE_DIR / "envs") -> list[dict]:
+    """Every environment here: name, server, size in bytes, seconds it took, days since
+    last used, complete or not."""
+    out = []
+    for env in sorted(root.glob("*")) if root.is_dir() else []:
+        if not env.is_dir():
+            continue
+        marker, used = env / MARKER, env / LAST_USED
+        info = json.loads(marker.read_text()) if marker.exists() else {}
+        size = sum(f.lstat().st_size for f in env.rglob("*") if not f.is_symlink())
+        out.append({"name": env.name, "server": info.get("server"), "bytes": size,
+                    "seconds": info.get("seconds"), "complete": marker.exists(),
+                    "days_unused": round((time.time() - (used.stat().st_mtime if used.exists()
+                                          else env.stat().st_mtime)) / 86400, 1)})
+    return out
+
+
+def prune(days: float = PRUNE_AFTER_DAYS, root: Path = CACHE_DIR / "envs") -> list[str]:
+    """Remove the environments unused for `days`; their names."""
+    gone = []
+    for env in listing(root):
+        if env["days_unused"] >= days:
+            shutil.rmtree(root / env["name"], ignore_errors=True)
+            gone.append(env["name"])
+    return gone
+
+
+# ------------------------------------------------------------------ host file helpers
+def _exists(host: Host, path: str) -> bool:
+    if not host.remote:
+        return Path(path).exists()
+    return host.run(["test", "-e", path], timeout=60).returncode == 0
+
+
+def _touch(host: Host, path: str) -> None:
+    if not host.remote:
+        Path(path).touch()
+    else:
+        host.run(["touch", path], timeout=60)
+
+
+def _remove(host: Host, path: str) -> None:
+    if not host.remote:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        host.run(["rm", "-rf", path], timeout=300)
+
+
+def _write(host: Host, path: str, text: str) -> None:
+    if not host.remote:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+        return
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(text)
+    try:
+        host.put(f.name, path)
+    finally:
+        os.unlink(f.name)
