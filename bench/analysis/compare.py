@@ -20,8 +20,9 @@ from scipy import stats as scistats
 from bench.analysis import comparability, noise, statistics
 from bench.core import suite
 from bench.analysis.comparability import machine_id  # noqa: F401 - the CLI's name for it
-from bench.analysis.figures import (DEFAULT_ERROR_THRESHOLD, DEFAULT_P99_THRESHOLD,  # noqa: F401
-                                    DEFAULT_THRESHOLD, DEFAULTS, ERROR_RATE, FIGURES, P99,
+from bench.analysis.figures import (DEFAULT_COST_THRESHOLD,  # noqa: F401
+                                    DEFAULT_ERROR_THRESHOLD, DEFAULT_P99_THRESHOLD,
+                                    DEFAULT_THRESHOLD, DEFAULTS, COST, ERROR_RATE, FIGURES, P99,
                                     RELATIVE, RPS, WORSE_WHEN, ok_values)
 from bench.analysis.noise import aa_threshold, calibrate  # noqa: F401 - compare's A/A side
 
@@ -292,14 +293,16 @@ def compare_case(base_case: dict | None, cand_case: dict | None, *,
 def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
             p99_threshold: float = DEFAULT_P99_THRESHOLD,
             error_threshold: float = DEFAULT_ERROR_THRESHOLD, alpha: float = ALPHA,
-            calibration: dict | None = None) -> Comparison:
+            calibration: dict | None = None,
+            cost_threshold: float = DEFAULT_COST_THRESHOLD) -> Comparison:
     """Every case of either run, in the candidate's order then the baseline's leftovers.
     `calibration`: a stored calibration (bench.storage.calibration.load); its per-case
     thresholds replace the defaults when its comparability key matches the baseline's."""
     statistics.refresh(base)
     statistics.refresh(cand)
     base_key, cand_key = comparability.key(base), comparability.key(cand)
-    defaults = {RPS: threshold, P99: p99_threshold, ERROR_RATE: error_threshold}
+    defaults = {RPS: threshold, P99: p99_threshold, ERROR_RATE: error_threshold,
+                COST: cost_threshold}
     calibrated, note = noise.usable_thresholds(calibration, base_key)
     source = (calibration or {}).get("path", "the calibration")
     result = Comparison(base["run_id"], cand["run_id"], threshold, alpha,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.analysis import comparability, statistics
-from bench.analysis.figures import ERROR_RATE, FIGURES, P99, RELATIVE, RPS, ok_values
+from bench.analysis.figures import COST, ERROR_RATE, FIGURES, P99, RELATIVE, RPS, ok_values
 
 FORMAT = 2
 # Two back-to-back runs see the noise within one sitting, not the drift between nights.
@@ -18,7 +18,8 @@ FORMAT = 2
 # a few minutes later; with a 2 % floor, 1 of 10 A/A case comparisons read "slower" and
 # 1 "faster". 3 % is above that drift and below the ~5 % slowdowns every night caught.
 CALIBRATION_FLOOR = 0.03
-FLOORS = {RPS: CALIBRATION_FLOOR, P99: 0.05, ERROR_RATE: 0.0001}
+# the server's CPU per request is as steady as req/s: the same floor
+FLOORS = {RPS: CALIBRATION_FLOOR, P99: 0.05, ERROR_RATE: 0.0001, COST: CALIBRATION_FLOOR}
 # The standard error of a median is about 1.2533 sigma / sqrt(n) (normal data), so the
 # difference of two medians of n samples has about 1.2533 sigma sqrt(2 / n): the size of
 # change that noise alone typically makes between two runs. One such error, not three:

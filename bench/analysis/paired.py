@@ -22,8 +22,8 @@ import numpy as np
 from scipy import stats as scistats
 
 from bench.analysis.compare import decide
-from bench.analysis.figures import ERROR_RATE, FIGURES, P99, RELATIVE, RPS, WORSE_WHEN, \
-    sample_value
+from bench.analysis.figures import COST, ERROR_RATE, FIGURES, P99, RELATIVE, RPS, \
+    WORSE_WHEN, sample_value
 
 ALPHA = 0.01
 BLOCK = 4                        # samples of a pair per round: ABBA or BAAB
@@ -31,7 +31,7 @@ ROUNDS_MIN = 3                   # below it the t test has one degree of freedom
 # the smallest change worth a verdict, whatever the noise: a ratio for req/s and p99, an
 # absolute share for the error rate. Smaller than compare's defaults: within one sitting
 # the sitting's own noise floor, not a fixed guess at it, sets the bar.
-MIN_EFFECT = {RPS: 0.02, P99: 0.10, ERROR_RATE: 0.001}
+MIN_EFFECT = {RPS: 0.02, P99: 0.10, ERROR_RATE: 0.001, COST: 0.02}
 
 
 @dataclass
@@ -89,7 +89,7 @@ def blocks(doc: dict, case_a: str, case_b: str) -> list[list[tuple[str, dict]]]:
 
 
 def _value(sample: dict, figure: str) -> float | None:
-    value = sample_value(figure, sample["summary"])
+    value = sample_value(figure, sample)
     # a figure a sample did not measure (no p99, nothing sent) is missing, not a zero;
     # a log-scale figure of zero has no ratio either
     return None if value is None or (RELATIVE[figure] and value <= 0) else float(value)

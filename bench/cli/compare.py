@@ -37,6 +37,10 @@ def add_parser(sub) -> None:
                    default=compare.DEFAULT_ERROR_THRESHOLD * 100, metavar="POINTS",
                    help="smallest rise of the error rate that counts, in percentage points "
                         "(default: %(default)s)")
+    p.add_argument("--cost-threshold", type=percent,
+                   default=compare.DEFAULT_COST_THRESHOLD * 100, metavar="PERCENT",
+                   help="smallest change of the server's median CPU-µs per request that "
+                        "counts, in percent (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=compare.ALPHA,
                    help="significance level of the Mann-Whitney U test (default: %(default)s)")
     p.add_argument("--no-calibration", action="store_true",
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace, results_root: Path) -> int:
     cmp = compare.compare(base, cand, threshold=args.threshold / 100,
                           p99_threshold=args.p99_threshold / 100,
                           error_threshold=args.error_threshold / 100, alpha=args.alpha,
-                          calibration=stored)
+                          calibration=stored, cost_threshold=args.cost_threshold / 100)
     text = comparison.FORMATS[args.format](cmp)
     print(text)
     if args.output:

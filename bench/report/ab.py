@@ -7,7 +7,7 @@ import json
 from tabulate import tabulate
 
 from bench.analysis import comparability
-from bench.analysis.figures import ERROR_RATE, P99, RELATIVE, RPS
+from bench.analysis.figures import COST, ERROR_RATE, P99, RELATIVE, RPS
 from bench.analysis.paired import ALPHA, MIN_EFFECT, PairedCase, PairedFigure
 
 MARKS = {"slower": "**SLOWER**", "broken": "**BROKEN**", "faster": "faster",
@@ -47,13 +47,14 @@ def _row(c: PairedCase, changes: dict[str, list[str]]) -> list[str]:
         f"{rps.noise_floor:.1%} / {rps.threshold:.1%}"
     p = "-" if rps is None or rps.p_value is None else f"{rps.p_value:.3f}"
     return [c.test, f"{c.server} {c.database} {'orm' if c.orm else 'raw'}", medians,
-            _change(rps), _change(figs.get(P99)), _change(figs.get(ERROR_RATE)), p, floor,
+            _change(rps), _change(figs.get(P99)), _change(figs.get(ERROR_RATE)),
+            _change(figs.get(COST)), p, floor,
             MARKS[c.verdict], c.reason or "", ", ".join(changes.get(c.server, [])) or "-"]
 
 
 HEADERS = ["test", "variant", "req/s A → B (median)", "req/s change [95 % CI]", "p99 change",
-           "error-rate change", "p (req/s)", "A/A noise / threshold", "verdict", "why",
-           "dependencies A → B"]
+           "error-rate change", "server CPU-µs/req change [95 % CI]", "p (req/s)",
+           "A/A noise / threshold (req/s)", "verdict", "why", "dependencies A → B"]
 
 
 def counts(rows: list[PairedCase]) -> dict[str, int]:
@@ -88,8 +89,10 @@ def to_markdown(doc: dict | None, rows: list[PairedCase], selection_why: str,
                 "and it exceeds the threshold: the A/A noise of this sitting (the median "
                 "difference of two back-to-back samples of one version) over the square "
                 f"root of the rounds, and at least {MIN_EFFECT[RPS]:.0%} (req/s), "
-                f"{MIN_EFFECT[P99]:.0%} (p99) or {MIN_EFFECT[ERROR_RATE] * 100:g} points "
-                "(error rate). Changes are B against A; for req/s lower is worse."]
+                f"{MIN_EFFECT[P99]:.0%} (p99), {MIN_EFFECT[COST]:.0%} (cost: the server's "
+                f"CPU-µs per request) or {MIN_EFFECT[ERROR_RATE] * 100:g} points "
+                "(error rate). Changes are B against A; for req/s lower is worse, for the "
+                "others higher."]
     return "\n".join(head + [body] + foot + [""])
 
 

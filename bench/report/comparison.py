@@ -8,7 +8,7 @@ import json
 from tabulate import tabulate
 
 from bench.analysis import comparability
-from bench.analysis.compare import (BROKEN, DEFAULT_SOURCE, ERROR_RATE, FASTER, FIGURES,
+from bench.analysis.compare import (BROKEN, COST, DEFAULT_SOURCE, ERROR_RATE, FASTER, FIGURES,
                                     NOT_COMPARABLE, P99, RELATIVE, RPS, SLOWER, UNCHANGED,
                                     CaseComparison, Comparison)
 
@@ -63,13 +63,16 @@ def _row(c: CaseComparison, cmp: Comparison) -> list[str]:
     changed = cmp.dependency_changes.get(c.server)
     if changed:
         why += ("; " if why else "") + f"dependencies changed: {', '.join(changed)}"
+    cost = c.figure(COST)
     return [c.title, variant, rps, _ratio(c.rps_ratio, c.rps_ratio_ci),
-            _ratio(c.p99_ratio, c.p99_ratio_ci), _error_rates(c), p, _thresholds(c, cmp),
+            _ratio(c.p99_ratio, c.p99_ratio_ci), _error_rates(c),
+            _ratio(cost.ratio, cost.ci) if cost else "-", p, _thresholds(c, cmp),
             verdict, why]
 
 
 HEADERS = ["test", "variant", "req/s (median)", "req/s ratio [95 % CI]", "p99 ratio [95 % CI]",
-           "error rate", "p (req/s)", "thresholds req/s / p99 / errors", "verdict", "what moved"]
+           "error rate", "server CPU-µs/req ratio [95 % CI]", "p (req/s)",
+           "thresholds req/s / p99 / errors / cost", "verdict", "what moved"]
 
 
 def warnings(cmp: Comparison) -> list[str]:
@@ -102,7 +105,7 @@ def to_markdown(cmp: Comparison) -> str:
     head = [f"# Comparison: {cmp.candidate} against {cmp.baseline}", "",
             f"{counts[BROKEN]} broken, {counts[SLOWER]} slower, {counts[FASTER]} faster, "
             f"{counts[UNCHANGED]} unchanged, {counts[NOT_COMPARABLE]} not comparable. A figure "
-            f"(median req/s, median p99, error rate) moved when it changed by more than its "
+            f"(median req/s, median p99, error rate, the server's median CPU-µs per request) moved when it changed by more than its "
             f"threshold and a Mann-Whitney U test on the samples gives p < {cmp.alpha:g}; "
             f"slower: some figure is worse; broken: ok in the baseline, not in the candidate. "
             f"Ratios are candidate / baseline.", "",

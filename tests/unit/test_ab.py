@@ -57,7 +57,7 @@ def test_a_paired_schedule_needs_pairs_and_an_even_repeat():
 
 
 def ab_doc(a_values, b_values, *, drift=0.0, seed=3, b_status="ok", p99_factor=1.0,
-           b_errors=0) -> dict:
+           b_errors=0, b_cost_factor: float | None = None) -> dict:
     """A stored A/B run of one pair: the order of a paired schedule, each sample's req/s
     from the lists, times a drift that grows by `drift` per sample measured."""
     cases = pair_cases("x")
@@ -75,6 +75,9 @@ def ab_doc(a_values, b_values, *, drift=0.0, seed=3, b_status="ok", p99_factor=1
             "summary": {"requests_per_sec": rps, "requests": int(rps * 3),
                         "sent": int(rps * 3), "latency_ms": {"p99": p99},
                         "errors": {"total": b_errors if b else 0}}}
+        if b_cost_factor is not None:      # the server's CPU-µs per request, A at 40
+            stored[s.case.id]["samples"][s.index]["resources"] = {"server": {
+                "cpu_us_per_request": 40.0 * (b_cost_factor if b else 1.0) * (1 + 0.01 * (n % 3))}}
     stored[cases[1].id]["status"] = b_status
     return {"run_id": "r", "cases": list(stored.values()),
             "schedule": {"order": [f"{s.case.id}#{s.index}" for s in order]},
@@ -117,6 +120,19 @@ def test_p99_and_error_rate_are_judged_too():
     row = paired.analyse(ab_doc(noisy(1000, 10, 0.01, 8), noisy(1000, 10, 0.01, 9),
                                 b_errors=60))[0]
     assert row.verdict == "slower" and "error rate" in row.moved
+
+
+def test_the_servers_cpu_per_request_is_judged_when_req_s_does_not_move():
+    """req/s the same on both (the client sets the pace), the candidate's server spends
+    3 % more CPU per request: slower, on cost alone."""
+    row = paired.analyse(ab_doc(noisy(1000, 10, 0.01, 8), noisy(1000, 10, 0.01, 9),
+                                b_cost_factor=1.03))[0]
+    assert row.verdict == "slower" and row.moved == ["cost"]
+    cost = next(f for f in row.figures if f.figure == "cost")
+    assert 0.02 < cost.change < 0.04
+    same = paired.analyse(ab_doc(noisy(1000, 10, 0.01, 8), noisy(1000, 10, 0.01, 9),
+                                 b_cost_factor=1.0))[0]
+    assert same.verdict == "unchanged"
 
 
 def test_a_candidate_case_that_failed_is_broken():

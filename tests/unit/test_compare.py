@@ -145,7 +145,7 @@ def test_calibrated_thresholds_replace_the_default_ones_and_are_named():
         ("req/s", 0.10, "cal.json"), ("p99", 0.5, "cal.json"), ("error rate", 0.001, "cal.json")}
     assert by_server(cmp)["b"].figure("p99").threshold_source == "default"
     md = comparison.to_markdown(cmp)
-    assert "per case from the calibration cal.json" in md and "10.0% / 50.0% / 0.10 pp (cal.)" in md
+    assert "per case from the calibration cal.json" in md and "10.0% / 50.0% / 0.10 pp / 5.0% (cal.)" in md
 
 
 def test_a_calibration_of_runs_not_comparable_with_the_baseline_is_ignored_and_says_why():
@@ -188,7 +188,7 @@ def test_markdown_and_json_reports():
     md = comparison.to_markdown(cmp)
     assert md.startswith("# Comparison: r2 against r1")
     assert "0 broken, 1 slower, 0 faster, 1 unchanged, 0 not comparable" in md
-    assert "Thresholds: req/s 5.0%, p99 20.0%, error rate 0.02 pp by default." in md
+    assert "Thresholds: req/s 5.0%, p99 20.0%, error rate 0.02 pp, cost 5.0% by default." in md
     slower_line = next(line for line in md.splitlines() if "**SLOWER**" in line)
     assert "| get user | a postgres raw" in slower_line and "0.800 [" in slower_line
     assert "req/s -20.0 % (p 0.0" in slower_line and "p99 +25.0 % (p 0.0" in slower_line
@@ -354,8 +354,25 @@ def test_calibrate_prints_each_figures_threshold():
     text = describe(found, "m1", "results/m1/calibration.json")
     assert f"2 cases, comparability key {found['key_id']}) in results/m1/calibration.json" in text
     first = text.splitlines()[3]     # the noisiest req/s first: a moved by 10 %, p99 by -9 %
-    assert first.split() == ["15.0", "%", "13.6", "%", "0.010", "pp", found_case(found, "a")]
+    assert first.split() == ["15.0", "%", "13.6", "%", "0.010", "pp", "-",
+                            found_case(found, "a")]  # no cost recorded: "-"
 
 
 def found_case(found: dict, server: str) -> str:
     return next(case for case in found["thresholds"] if case.startswith(f"{server}/"))
+
+
+def test_a_server_that_costs_more_cpu_per_request_is_slower_even_at_the_same_req_s():
+    """The cost figure (the server's CPU-µs per request): req/s held by the client, the
+    server's CPU per request up 8 % in every sample."""
+    base, cand = doc_with(BASE, "r1"), doc_with(BASE, "r2")
+    for doc, cost in ((base, (36.9, 37.1, 36.8, 37.0, 36.9)), (cand, (39.7, 39.9, 39.6, 39.8, 40.0))):
+        for sample, value in zip(doc["cases"][0]["samples"], cost):
+            sample["resources"]["server"]["cpu_us_per_request"] = value
+    cmp = compare.compare(base, cand)
+    a = by_server(cmp)["a"]
+    assert a.verdict == "slower" and a.figure("req/s").direction is None
+    assert a.figure("cost").direction == "worse" and a.figure("cost").change > 0.07
+    assert "| **SLOWER** | cost +7.9 % (p 0.012) |" in comparison.to_markdown(cmp)
+    # runs from before costs were recorded: no cost figure, nothing judged on it
+    assert by_server(cmp)["b"].figure("cost") is None
