@@ -4,34 +4,15 @@ is edited: the versions are two folders holding copies of the fixture."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_run_bench import PORTS, REPO, run_bench
+from tests.e2e.test_run_bench import PORTS, run_bench
+from tests.fixtures.versions import version
 
 pytestmark = [pytest.mark.e2e, pytest.mark.measure]
-FIXTURES = REPO / "tests" / "fixtures"
 SHORT = ["--tests", "plain", "--repeat", "6", "--duration", "1", "--warmup", "0.5",
          "--connections", "8", *PORTS]
-
-
-def version(root: Path, costs: dict[str, str], start_fails: str | None = None) -> Path:
-    """A checkout-like folder: servers/<id> copies of the tunable_cost fixture, one per
-    entry of `costs` (server id -> FIXTURE_COST_US); `start_fails`: that server's start
-    command names a program that does not exist."""
-    shutil.copytree(FIXTURES / "broken_server", root / "broken_server")
-    text = (FIXTURES / "servers" / "tunable_cost" / "manifest.toml").read_text()
-    for sid, cost in costs.items():
-        folder = root / "servers" / sid
-        folder.mkdir(parents=True)
-        manifest = text.replace('id = "tunable_cost"', f'id = "{sid}"').replace(
-            'BROKEN_MODE = "correct"', f'BROKEN_MODE = "correct"\nFIXTURE_COST_US = "{cost}"')
-        if sid == start_fails:
-            manifest = manifest.replace('start = ["{python}"', 'start = ["/nonexistent/python"')
-        (folder / "manifest.toml").write_text(manifest)
-    return root
 
 
 def test_ab_flags_the_slowed_server_calls_the_one_that_stopped_starting_broken_and_measures_only_what_changed(tmp_path):
