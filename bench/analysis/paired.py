@@ -31,10 +31,12 @@ ROUNDS_MIN = 3                   # below it the t test has one degree of freedom
 # the smallest change worth a verdict, whatever the noise: a ratio for req/s and p99, an
 # absolute share for the error rate. Smaller than compare's defaults: within one sitting
 # the sitting's own noise floor, not a fixed guess at it, sets the bar.
-# The server's CPU per request is counted exactly (its cgroup's or process tree's CPU
-# time over the requests answered), so its A/A noise within a sitting is well under
-# req/s' (fixture server, 8 rounds: cost's floor 0.4-0.9 %, req/s' 1-3 %); 1 % is the
-# smallest change it is asked to call, the sitting's own floor raising it when noisier.
+# The server's CPU per request (cost) is its own CPU time over the requests it answered:
+# it does not move with the client's or the database's pace, so a change of it that the
+# paired test finds decisive (p < 0.01) is a change of the server's work. 1 %, not req/s'
+# 2 %: a planted 2 % slowdown of a fixture server read as +1.4-1.7 % of cost (and
+# -1.2-1.7 % of req/s), which a 2 % bar would miss; its A/A floor there was 1.0-1.9 %
+# per sample, 0.4-0.7 % over 8 rounds (scripts/ab_sensitivity.py, docs/versions.md).
 MIN_EFFECT = {RPS: 0.02, P99: 0.10, ERROR_RATE: 0.001, COST: 0.01}
 
 

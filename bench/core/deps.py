@@ -131,14 +131,14 @@ def declares(spec: ServerSpec, name: str) -> bool:
         return canonical(name) in python_requirements((spec.dir / "requirements.txt").read_text())
     if kind == "go":
         return name in go_requirements((spec.dir / "go.mod").read_text())
-    if kind == "npm":               # declared, but not overridable yet (check says so)
+    if kind == "npm":
         return name in json.loads((spec.dir / "package.json").read_text()).get("dependencies", {})
-    if kind == "cargo":
+    if kind == "cargo":             # declared, but not overridable yet (check says so)
         return name in tomllib.loads((spec.dir / "Cargo.toml").read_text()).get("dependencies", {})
     return False
 
 
-SUPPORTED = ("python", "go")
+SUPPORTED = ("python", "go", "npm")
 
 
 def swept(spec: ServerSpec, items: tuple[str, ...] | list[str]) -> list[ServerSpec]:
@@ -174,5 +174,5 @@ def check(items: tuple[str, ...] | list[str], specs: list[ServerSpec]) -> None:
         unsupported = [s.id for s in users if ecosystem(s.dir) not in SUPPORTED]
         if unsupported:
             raise DepError(f"--dep {name}: {', '.join(unsupported)} cannot be swept: "
-                           f"only Python (requirements.txt) and Go (go.mod) servers' "
-                           f"dependencies can be overridden")
+                           f"only Python (requirements.txt), Go (go.mod) and Node.js "
+                           f"(package.json) servers' dependencies can be overridden")

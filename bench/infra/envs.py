@@ -6,10 +6,11 @@
   of that text and the interpreter's version. Two checkouts (`ab`) whose requirements
   differ get two environments; the same requirements share one. The harness's
   .venv stays the harness's own: no server runs from it.
-- **Go, with a --dep**: a copy of the server's folder (its siblings linked, so that
-  `../_gocommon` still resolves) under `<cache>/envs/go-<hash>`, where `go mod edit`
-  changes the requirement and `go mod tidy` resolves the rest from the Go module
-  proxy; it builds into a cache folder of its own.
+- **Go or Node.js, with a --dep**: a copy of the server's folder (its siblings linked,
+  so that `../_gocommon` still resolves) under `<cache>/envs/go-<hash>` (npm-<hash>),
+  where `go mod edit` + `go mod tidy` (`npm install --package-lock-only`) resolve the
+  asked version into the copy's lock file; it builds and starts from the copy, into a
+  cache folder of its own.
 - The other ecosystems already build from the version's own lock file in the version's
   own folder (Cargo.lock with --locked, package-lock.json with npm ci, go.sum with
   -mod=readonly), into a cache per version (`ab`): nothing to do here.
@@ -77,13 +78,19 @@ def python_kind(spec: ServerSpec) -> bool:
     return (spec.dir / "requirements.txt").is_file() and any("{python}" in a for a in spec.start)
 
 
-def go_overlay_kind(spec: ServerSpec) -> bool:
-    return bool(spec.deps) and core_deps.ecosystem(spec.dir) == "go"
+OVERLAID = ("go", "npm")         # a --dep is applied to a copy of the server's folder
+
+
+def overlay_kind(spec: ServerSpec) -> str | None:
+    """"go" or "npm" for a --dep version of such a server (built from a copy of its
+    folder whose go.mod / package-lock.json resolves the asked version), else None."""
+    kind = core_deps.ecosystem(spec.dir) if spec.deps else None
+    return kind if kind in OVERLAID else None
 
 
 def needed(spec) -> bool:
     """Whether a build step must prepare an environment for this spec (a ProxySpec: no)."""
-    return isinstance(spec, ServerSpec) and (python_kind(spec) or go_overlay_kind(spec))
+    return isinstance(spec, ServerSpec) and (python_kind(spec) or overlay_kind(spec) is not None)
 
 
 @functools.lru_cache(maxsize=256)
@@ -97,7 +104,7 @@ def _python_key(spec: ServerSpec) -> tuple[str, str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _go_key(spec: ServerSpec) -> str:
+def _overlay_key(spec: ServerSpec) -> str:
     from bench.infra.checkout import code_hash
     wanted = json.dumps(sorted(spec.deps.items()))
     return hashlib.sha256(f"{code_hash(spec)}\n{wanted}".encode()).hexdigest()[:16]
@@ -122,8 +129,8 @@ def location(spec: ServerSpec, host: Host) -> Location:
     if python_kind(spec):
         root = _root(host, f"python-{_python_key(spec)[0]}")
         return Location(python=f"{root}/bin/python", env_root=root)
-    if go_overlay_kind(spec):
-        root = _root(host, f"go-{_go_key(spec)}")
+    if overlay_kind(spec):
+        root = _root(host, f"{overlay_kind(spec)}-{_overlay_key(spec)}")
         return Location(dir=f"{root}/servers/{spec.dir.name}", cache_dir=f"{root}/build",
                         env_root=root)
     return Location()
@@ -138,8 +145,8 @@ def prepare(spec: ServerSpec, host: Host, log_path: Path, lock) -> float:
     if where.env_root is None:
         return 0.0
     if host.remote and not python_kind(spec):
-        raise EnvError(f"{spec.label}: a --dep of a Go server is built on this machine only "
-                       f"(its server role is on {host.describe_where()})")
+        raise EnvError(f"{spec.label}: a --dep of a Go or Node.js server is built on this "
+                       f"machine only (its server role is on {host.describe_where()})")
     name = Path(where.env_root).name
     with lock(f"env-{name}", host.cache_dir()):
         if _exists(host, f"{where.env_root}/{MARKER}"):
@@ -151,7 +158,7 @@ def prepare(spec: ServerSpec, host: Host, log_path: Path, lock) -> float:
             if python_kind(spec):
                 _make_python(spec, host, where, log_path)
             else:
-                _make_go_overlay(spec, where, log_path)
+                _make_overlay(spec, where, log_path)
         except BaseException:
             _remove(host, where.env_root)
             raise
@@ -200,7 +207,12 @@ def _make_python(spec: ServerSpec, host: Host, where: Location, log_path: Path) 
     _write(host, f"{root}/installed.json", json.dumps(installed, indent=1, sort_keys=True))
 
 
-def _make_go_overlay(spec: ServerSpec, where: Location, log_path: Path) -> None:
+def _make_overlay(spec: ServerSpec, where: Location, log_path: Path) -> None:
+    """A copy of the server's folder beside links to its siblings (so `../_gocommon` and
+    `../_jscommon` still resolve), where the ecosystem's own tool resolves the asked
+    versions into its lock file: `go mod edit -require` + `go mod tidy` (the Go module
+    proxy), `npm install --package-lock-only --save-exact` (the npm registry). The
+    manifest's build then runs in the copy, from that lock file, as it always does."""
     from bench.infra.checkout import NOT_CODE
     servers = Path(where.env_root) / "servers"
     mine = Path(where.dir)
@@ -208,6 +220,12 @@ def _make_go_overlay(spec: ServerSpec, where: Location, log_path: Path) -> None:
     for sibling in spec.dir.parent.iterdir():
         if sibling.name != spec.dir.name:
             (servers / sibling.name).symlink_to(sibling.resolve())
+    if overlay_kind(spec) == "npm":
+        asked = [f"{name}@{version}" for name, version in spec.deps.items()]
+        _run_local(["npm", "install", "--package-lock-only", "--save-exact", "--no-audit",
+                    "--no-fund", *asked], mine, dict(os.environ), log_path,
+                   f"npm install --package-lock-only {' '.join(asked)}")
+        return
     env = {**os.environ, "GOFLAGS": "-mod=mod"}
     for module, version in spec.deps.items():
         wanted = version if version.startswith("v") else f"v{version}"

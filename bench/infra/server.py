@@ -249,8 +249,11 @@ class ServerProcess:
                               f"another process listens there (choose --port or stop it)")
         try:
             # own process group: stop() can reach every worker the server forks
+            # in its folder, or a --dep's copy of it (its own node_modules)
+            folder = envs.location(self.spec, self.host).dir or \
+                self.host.project_path(self.spec.dir)
             self.group = ProcessGroup.start(
-                self.host, self.command(), cwd=self.host.project_path(self.spec.dir),
+                self.host, self.command(), cwd=folder,
                 env=self.environment(), log_path=self.host_log or self.log_path,
                 cpus=self.settings.cpus("server"))
         except FileNotFoundError as exc:

@@ -87,6 +87,18 @@ def test_a_go_dependency_override_builds_a_copy_that_links_the_asked_version(tmp
     assert "github.com/gin-gonic/gin v1.12.0" in (gin.dir / "go.mod").read_text()
 
 
+def test_an_npm_dependency_override_installs_the_asked_version_in_a_copy(tmp_path):
+    express = manifest.discover([SERVERS_DIR])["express"]
+    older = dataclasses.replace(express, arm="express=5.0.0", deps={"express": "5.0.0"})
+    build(older, SETTINGS, tmp_path / "build.log")
+    copy = Path(envs.location(older, LOCAL).dir)
+    installed = json.loads((copy / "node_modules" / "express" / "package.json").read_text())
+    assert installed["version"] == "5.0.0"
+    assert server_versions(older)["express"] == "5.0.0"
+    assert json.loads((express.dir / "package.json").read_text())["dependencies"]["express"] \
+        == "5.3.0"                                       # the server's own folder untouched
+
+
 def test_environments_unused_for_long_are_pruned(tmp_path):
     root = tmp_path / "envs"
     for name, age_days in (("python-old", 40), ("python-new", 1)):

@@ -1,7 +1,7 @@
 """A real server behind each real reverse proxy of proxies/ (nginx, HAProxy, Caddy,
 Traefik; bench.infra.proxy).
 
-The server is fastapi without a database (no build step, no database needed), started by
+The server is fastapi without a database (its virtualenv made once, no database), started by
 bench.infra.lifecycle.running_server on the upstream port exactly as a run starts it;
 the proxy listens on the port the load would use. What goes through the proxy must be
 what the server answers, byte for byte, and the harness's contract verification must
@@ -69,9 +69,11 @@ def answer(base_url: str, method: str, path: str, token: str | None, body) -> tu
 
 
 @pytest.fixture
-def upstream(tmp_path):
-    """fastapi with database "none" on the upstream port (about a second to start)."""
+def upstream(tmp_path, builder):
+    """fastapi with database "none" on the upstream port (about a second to start), from
+    its own virtualenv (its build step: made once, cached)."""
     spec = manifest.discover()["fastapi"]
+    builder(spec)
     with running_server(Variant(spec, "none", False), SETTINGS, None,
                         tmp_path / "server.log") as running:
         yield running

@@ -34,6 +34,18 @@ def test_a_planted_step_is_found_where_it_was_planted():
     assert series["plain"].change_points == []
 
 
+def test_a_change_point_names_the_dependency_bump_between_its_two_runs():
+    docs = nightly_docs([1000.0] * 12 + [900.0] * 12)
+    for night, doc in enumerate(docs):
+        doc["servers"] = {"a": {"versions": {"sanic": "25.12.1" if night < 12 else "26.0.0",
+                                             "uvloop": "0.23.0"}}}
+    [cp] = {s.test: s for s in history.build(docs)}["get user"].change_points
+    assert cp.index == 12 and cp.dependency_changes == ["sanic 25.12.1 → 26.0.0"]
+    del docs[12]["servers"]                 # a run from before versions were recorded
+    [cp] = {s.test: s for s in history.build(docs)}["get user"].change_points
+    assert cp.dependency_changes == []
+
+
 def test_a_flat_noisy_series_has_no_change_point():
     for seed in range(5):
         docs = nightly_docs([1000.0] * 24, seed=seed)
