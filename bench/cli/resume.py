@@ -40,9 +40,9 @@ def reopen(kind: str, given: str, now: Settings, specs: dict) -> tuple[Settings,
                            postgres_dsn=now.postgres_dsn, mysql_dsn=now.mysql_dsn)
     env = environment.environment()
     env["machine_id"] = environment.fingerprint(env)
-    versions = {sid: versions.server_versions(specs[sid])
+    now_versions = {sid: versions.server_versions(specs[sid])
                 for sid in run.servers if sid in specs}
-    changed = resume.differences(run, env, versions)
+    changed = resume.differences(run, env, now_versions)
     if changed:
         raise SelectionError(f"cannot {kind.replace('-', ' ')} {run_dir}: {'; '.join(changed)}. "
                              f"New samples would not be comparable with the stored ones; "

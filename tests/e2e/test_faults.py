@@ -191,8 +191,12 @@ def test_a_harness_killed_with_sigkill_is_cleaned_up_by_the_next_invocation(tmp_
     run.finish()
     assert run_processes(), "nothing was running when the harness was killed"
     out = run_bench("verify", "--servers", "nope", *PORTS)
-    assert "cleaned up after a harness that died" in out.stderr, out.stderr
-    assert "marked" in out.stderr and "interrupted" in out.stderr
+    # the harnesses' state is the machine's: with parallel test workers, another worker's
+    # harness starting first may be the next invocation, and it cleans up this one (seen
+    # in CI); whichever did, the run is then marked and nothing of it is left
+    if "cleaned up after a harness that died" in out.stderr:
+        assert "marked" in out.stderr and "interrupted" in out.stderr, out.stderr
+    assert stored(tmp_path)["status"] == "interrupted"
     nothing_left()
     doc = stored(tmp_path)
     assert doc["status"] == "interrupted" and "killed without a chance to clean up" in doc["reason"]
