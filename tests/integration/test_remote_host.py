@@ -28,11 +28,13 @@ NO_SFTP_PORT = 2201            # a second sshd, without the SFTP subsystem
 CONFIG_PORT = 2202             # a second sshd that only the SSH configuration names
 
 # a group leader forking three children that each burn a little CPU, then all wait
+# each child burns about half a second of CPU: the kernel counts CPU time in 10 ms
+# ticks it samples, so a 40 ms burst read as 0 ticks once in CI on a loaded machine
 FORKS_3 = """
 import os, time
 for _ in range(3):
     if os.fork() == 0:
-        sum(range(3 * 10**6))
+        sum(range(3 * 10**7))
         time.sleep(120)
         os._exit(0)
 time.sleep(120)
