@@ -161,8 +161,10 @@ def test_the_resource_sampler_reads_a_remote_group(hosts):
         host.signal_group(proc.pid, signal.SIGKILL)
         proc.wait(timeout=5)
     remote = figures["remote"]
-    # a busy loop on a shared 2-core machine: most of a core, never more than one
-    assert 0.3 < remote["cpu_s"] < 1.2 * figures["window_s"] + 0.1, figures
+    # a busy loop: never more than one core; how much of one it gets depends on what else
+    # runs (0.29 s of 1.2 s beside 3 test workers on 2 cores, in CI), but an idle process
+    # reads 0 and a busy one clearly more
+    assert 0.05 < remote["cpu_s"] < 1.2 * figures["window_s"] + 0.1, figures
     assert remote["processes"] == 1 and remote["memory_kind"] == "pss", figures
     assert figures["local"]["processes"] == 0
 
