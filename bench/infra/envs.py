@@ -258,30 +258,38 @@ def pinned(spec: ServerSpec) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ the cache itself
+def _environments(root: Path) -> list[Path]:
+    return [env for env in sorted(root.glob("*")) if env.is_dir()] if root.is_dir() else []
+
+
+def _days_unused(env: Path) -> float:
+    used = env / LAST_USED
+    stamp = used.stat().st_mtime if used.exists() else env.stat().st_mtime
+    return round((time.time() - stamp) / 86400, 1)
+
+
 def listing(root: Path = CACHE_DIR / "envs") -> list[dict]:
     """Every environment here: name, server, size in bytes, seconds it took, days since
     last used, complete or not."""
     out = []
-    for env in sorted(root.glob("*")) if root.is_dir() else []:
-        if not env.is_dir():
-            continue
-        marker, used = env / MARKER, env / LAST_USED
+    for env in _environments(root):
+        marker = env / MARKER
         info = json.loads(marker.read_text()) if marker.exists() else {}
         size = sum(f.lstat().st_size for f in env.rglob("*") if not f.is_symlink())
         out.append({"name": env.name, "server": info.get("server"), "bytes": size,
                     "seconds": info.get("seconds"), "complete": marker.exists(),
-                    "days_unused": round((time.time() - (used.stat().st_mtime if used.exists()
-                                          else env.stat().st_mtime)) / 86400, 1)})
+                    "days_unused": _days_unused(env)})
     return out
 
 
 def prune(days: float = PRUNE_AFTER_DAYS, root: Path = CACHE_DIR / "envs") -> list[str]:
-    """Remove the environments unused for `days`; their names."""
+    """Remove the environments unused for `days`; their names. Reads only each one's
+    last use (a run prunes after making an environment: no walk of every file)."""
     gone = []
-    for env in listing(root):
-        if env["days_unused"] >= days:
-            shutil.rmtree(root / env["name"], ignore_errors=True)
-            gone.append(env["name"])
+    for env in _environments(root):
+        if _days_unused(env) >= days:
+            shutil.rmtree(env, ignore_errors=True)
+            gone.append(env.name)
     return gone
 
 
