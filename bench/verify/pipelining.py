@@ -7,9 +7,14 @@ just enough framing to know how many commands are outstanding on each connection
 - PostgreSQL (v3): a command is a `Query`, `Execute` or `FunctionCall`, outstanding
   until its CommandComplete / EmptyQueryResponse / PortalSuspended / ErrorResponse
   (all of a request's until its ReadyForQuery). Pipelined: sent while another command
-  is outstanding, or in a request begun before the previous ReadyForQuery; per
-  Execute, not per Sync, as psycopg's pipeline mode and both drivers' `executemany`
-  send many Executes and one Sync. A multi-statement `Query` is one command.
+  is outstanding; per Execute, not per Sync, as psycopg's pipeline mode and both
+  drivers' `executemany` send many Executes and one Sync. A multi-statement `Query` is
+  one command. A command sent after the previous one's CommandComplete but before its
+  ReadyForQuery is not pipelined: its answer came back, and tokio-postgres' row stream
+  ends at CommandComplete, so diesel-async sends its next statement there whenever a
+  read splits the two messages (1 in 5,978 commands once, CI, 2026-11-26). Nor is a
+  statement sent behind a command-less request (tokio-postgres' Close + Sync of a
+  dropped statement is not awaited): the contract is about statements.
 - MySQL / MariaDB: a command is a client packet with sequence id 0 after the
   handshake (bar COM_QUIT / STMT_CLOSE / STMT_SEND_LONG_DATA: no answer), outstanding
   until the *first* packet of its answer is complete (a result set's end would need a
@@ -99,8 +104,6 @@ class PostgresConversation:
         self.up = _Frames(4, _pg_length, peek=4)   # startup packets first, their code peeked
         self.down = _Frames(5, _pg_length)
         self.ready = False         # the first ReadyForQuery ended the startup
-        self.in_sequence = False   # extended-protocol messages sent since the last Sync
-        self.early = False         # the current request began before the last was answered
         self.syncs = self.commands = 0   # awaiting ReadyForQuery / awaiting completion
 
     def client(self, data: bytes) -> list[int]:
@@ -113,21 +116,15 @@ class PostgresConversation:
                 elif code != CANCEL_REQUEST:
                     self.up.header = 5                   # typed messages from here
                 continue
-            # before the first ReadyForQuery: authentication ('p'). Parse/Bind/Describe/
-            # Execute/Close open a request that a Sync ends; Query and FunctionCall are
-            # requests of their own; CopyData/Done/Fail, Flush, Terminate are neither
+            # before the first ReadyForQuery: authentication ('p'). A Sync ends a
+            # request of Parse/Bind/Describe/Execute/Close; Query and FunctionCall are
+            # requests of their own; each is answered by one ReadyForQuery
             kind = chr(head[0]) if self.ready else "p"
-            if kind in "QF" or (kind in "PBDEC" and not self.in_sequence):
-                self.early = self.syncs > 0
-                self.in_sequence = kind not in "QF"
             if kind in "QEF":
-                pipelined = self.early or self.commands > 0
-                depth = max(self.commands, self.syncs) + 1
-                depths.append(max(depth, 2) if pipelined else depth)
                 self.commands += 1
+                depths.append(self.commands)
             if kind in "QFS":
                 self.syncs += 1
-                self.in_sequence = False
         return depths
 
     def server(self, data: bytes) -> None:

@@ -174,6 +174,19 @@ def test_postgres_parser_does_not_depend_on_chunking(chunk):
         pg_message(b"C", b"SELECT 1\0") + pg_message(b"Z", b"I")
     assert feed(conv, b"", answer + answer, chunk) == []
     assert feed(conv, query, b"", chunk) == [1]           # both answered: waiting again
+    # answered up to its CommandComplete, not yet its ReadyForQuery: tokio-postgres'
+    # row stream is done there and may send the next statement; that one waited
+    assert feed(conv, b"", answer[:-6], chunk) == []
+    execute = pg_message(b"B", b"\0\0" + bytes(6)) + pg_message(b"E", b"\0" + bytes(4)) + \
+        pg_message(b"S")
+    assert feed(conv, execute, answer[-6:], chunk) == [1]
+    # a dropped statement's Close + Sync, not awaited, then a statement: not pipelined
+    close = pg_message(b"C", b"Ss1\0") + pg_message(b"S")
+    assert feed(conv, close + execute, b"", chunk) == [2]  # the Execute above is unanswered
+    executed = pg_message(b"2") + pg_message(b"C", b"SELECT 1\0") + pg_message(b"Z", b"I")
+    closed = pg_message(b"3") + pg_message(b"Z", b"I")
+    assert feed(conv, b"", executed + closed + executed, chunk) == []
+    assert feed(conv, close + execute, b"", chunk) == [1]
 
 
 def test_encrypted_or_compressed_connections_are_unreadable():
