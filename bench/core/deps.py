@@ -125,7 +125,8 @@ def go_requirements(text: str) -> dict[str, str]:
 
 def declares(spec: ServerSpec, name: str) -> bool:
     """Whether a --dep may override `name` for this server: its own requirements (PyPI's
-    normalised names) or go.mod (exact module paths) name it."""
+    normalised names), go.mod (exact module paths), package.json or Cargo.toml (its own
+    or a shared path crate's) name it."""
     kind = ecosystem(spec.dir)
     if kind == "python":
         return canonical(name) in python_requirements((spec.dir / "requirements.txt").read_text())
@@ -133,12 +134,25 @@ def declares(spec: ServerSpec, name: str) -> bool:
         return name in go_requirements((spec.dir / "go.mod").read_text())
     if kind == "npm":
         return name in json.loads((spec.dir / "package.json").read_text()).get("dependencies", {})
-    if kind == "cargo":             # declared, but not overridable yet (check says so)
-        return name in tomllib.loads((spec.dir / "Cargo.toml").read_text()).get("dependencies", {})
+    if kind == "cargo":
+        return name in cargo_dependencies(spec.dir)
     return False
 
 
-SUPPORTED = ("python", "go", "npm")
+def cargo_dependencies(folder: Path) -> set[str]:
+    """The crates a Rust server depends on directly: its Cargo.toml's and those of its
+    path dependencies (a shared crate such as servers/_rscommon), whose versions its
+    binary is built with too."""
+    deps = tomllib.loads((folder / "Cargo.toml").read_text()).get("dependencies", {})
+    out = {n for n, d in deps.items() if not (isinstance(d, dict) and "path" in d)}
+    for dep in deps.values():
+        if isinstance(dep, dict) and "path" in dep:
+            shared = tomllib.loads((folder / dep["path"] / "Cargo.toml").read_text())
+            out |= set(shared.get("dependencies", {}))
+    return out
+
+
+SUPPORTED = ("python", "go", "npm", "cargo")
 
 
 def swept(spec: ServerSpec, items: tuple[str, ...] | list[str]) -> list[ServerSpec]:
@@ -169,10 +183,11 @@ def check(items: tuple[str, ...] | list[str], specs: list[ServerSpec]) -> None:
         users = [s for s in frameworks if declares(s, name)]
         if not users:
             raise DepError(f"--dep {name}: no selected server declares it (its "
-                           f"requirements.txt or go.mod); selected: "
+                           f"requirements.txt, go.mod, package.json or Cargo.toml); selected: "
                            f"{', '.join(s.id for s in frameworks) or 'none'}")
         unsupported = [s.id for s in users if ecosystem(s.dir) not in SUPPORTED]
         if unsupported:
             raise DepError(f"--dep {name}: {', '.join(unsupported)} cannot be swept: "
-                           f"only Python (requirements.txt), Go (go.mod) and Node.js "
-                           f"(package.json) servers' dependencies can be overridden")
+                           f"only Python (requirements.txt), Go (go.mod), Node.js "
+                           f"(package.json) and Rust (Cargo.toml) servers' dependencies "
+                           f"can be overridden")

@@ -6,14 +6,17 @@
   of that text and the interpreter's version. Two checkouts (`ab`) whose requirements
   differ get two environments; the same requirements share one. The harness's
   .venv stays the harness's own: no server runs from it.
-- **Go or Node.js, with a --dep**: a copy of the server's folder (its siblings linked,
-  so that `../_gocommon` still resolves) under `<cache>/envs/go-<hash>` (npm-<hash>),
-  where `go mod edit` + `go mod tidy` (`npm install --package-lock-only`) resolve the
-  asked version into the copy's lock file; it builds and starts from the copy, into a
-  cache folder of its own.
-- The other ecosystems already build from the version's own lock file in the version's
-  own folder (Cargo.lock with --locked, package-lock.json with npm ci, go.sum with
-  -mod=readonly), into a cache per version (`ab`): nothing to do here.
+- **Go, Node.js or Rust, with a --dep**: a copy of the server's folder (its siblings
+  linked, so that `../_gocommon` still resolves) under `<cache>/envs/go-<hash>`
+  (npm-, cargo-), where `go mod edit` + `go mod tidy` (`npm install
+  --package-lock-only`, `cargo update --precise`) resolve the asked version into the
+  copy's lock file; it builds and starts from the copy, into a cache folder of its own.
+  A Rust server's copy is its whole Cargo workspace (the members copied, the lock file
+  shared by all), and its target folder starts as a copy of the main build's, so that
+  cargo rebuilds only what the bump changes (and the workspace's own crates).
+- Without a --dep, every ecosystem already builds from the version's own lock file in
+  the version's own folder (Cargo.lock with --locked, package-lock.json with npm ci,
+  go.sum with -mod=readonly), into a cache per version (`ab`): nothing to do here.
 
 An environment is complete once its marker file is written (after pip or go finished);
 a half-made one is made again. Each use touches `last_used`; `prune` removes those
@@ -31,6 +34,7 @@ import re
 import shutil
 import sys
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,12 +82,13 @@ def python_kind(spec: ServerSpec) -> bool:
     return (spec.dir / "requirements.txt").is_file() and any("{python}" in a for a in spec.start)
 
 
-OVERLAID = ("go", "npm")         # a --dep is applied to a copy of the server's folder
+OVERLAID = ("go", "npm", "cargo")  # a --dep is applied to a copy of the server's folder
 
 
 def overlay_kind(spec: ServerSpec) -> str | None:
-    """"go" or "npm" for a --dep version of such a server (built from a copy of its
-    folder whose go.mod / package-lock.json resolves the asked version), else None."""
+    """"go", "npm" or "cargo" for a --dep version of such a server (built from a copy of
+    its folder whose go.mod / package-lock.json / Cargo.lock resolves the asked
+    version), else None."""
     kind = core_deps.ecosystem(spec.dir) if spec.deps else None
     return kind if kind in OVERLAID else None
 
@@ -145,7 +150,7 @@ def prepare(spec: ServerSpec, host: Host, log_path: Path, lock) -> float:
     if where.env_root is None:
         return 0.0
     if host.remote and not python_kind(spec):
-        raise EnvError(f"{spec.label}: a --dep of a Go or Node.js server is built on this "
+        raise EnvError(f"{spec.label}: a --dep of a Go, Node.js or Rust server is built on this "
                        f"machine only (its server role is on {host.describe_where()})")
     name = Path(where.env_root).name
     with lock(f"env-{name}", host.cache_dir()):
@@ -216,11 +221,27 @@ def _make_overlay(spec: ServerSpec, where: Location, log_path: Path) -> None:
     from bench.infra.checkout import NOT_CODE
     servers = Path(where.env_root) / "servers"
     mine = Path(where.dir)
-    shutil.copytree(spec.dir, mine, ignore=shutil.ignore_patterns(*NOT_CODE))
+    kind = overlay_kind(spec)
+    # what is copied: the server's folder; for Rust, its whole workspace (the lock file
+    # is the workspace's, and a member outside the copy would not be part of it)
+    copied = {spec.dir.name: spec.dir} if kind != "cargo" else _cargo_workspace(spec)
+    for name, source in copied.items():
+        if source.is_dir():
+            shutil.copytree(source, servers / name, ignore=shutil.ignore_patterns(*NOT_CODE))
+        else:
+            servers.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, servers / name)
     for sibling in spec.dir.parent.iterdir():
-        if sibling.name != spec.dir.name:
+        if sibling.name not in copied:
             (servers / sibling.name).symlink_to(sibling.resolve())
-    if overlay_kind(spec) == "npm":
+    if kind == "cargo":
+        for crate, version in spec.deps.items():
+            _run_local(["cargo", "update", "--package", crate, "--precise", version], mine,
+                       dict(os.environ), log_path,
+                       f"cargo update --package {crate} --precise {version} (crates.io)")
+        _seed_cargo_target(spec, where, log_path)
+        return
+    if kind == "npm":
         asked = [f"{name}@{version}" for name, version in spec.deps.items()]
         _run_local(["npm", "install", "--package-lock-only", "--save-exact", "--no-audit",
                     "--no-fund", *asked], mine, dict(os.environ), log_path,
@@ -233,6 +254,46 @@ def _make_overlay(spec: ServerSpec, where: Location, log_path: Path) -> None:
                    f"go mod edit -require={module}@{wanted}")
     _run_local(["go", "mod", "tidy"], mine, env, log_path,
                f"go mod tidy of {spec.label} (the Go module proxy)")
+
+
+def _cargo_workspace(spec: ServerSpec) -> dict[str, Path]:
+    """{name in the copy: source} of a Rust server's Cargo workspace: the root's
+    Cargo.toml and Cargo.lock and every member folder, when the workspace root is the
+    server's parent folder (servers/); the server's folder alone when it is a crate of
+    its own (its lock file beside it)."""
+    root = spec.dir.parent
+    manifest = root / "Cargo.toml"
+    workspace = tomllib.loads(manifest.read_text()).get("workspace") if \
+        manifest.is_file() else None
+    if workspace is None:
+        return {spec.dir.name: spec.dir}
+    members = workspace.get("members", [])
+    if spec.dir.name not in members or any("/" in m or "*" in m for m in members):
+        raise EnvError(f"{spec.label}: a --dep needs the Cargo workspace at {root} to list "
+                       f"its members by folder name, {spec.dir.name} among them")
+    return {"Cargo.toml": manifest, "Cargo.lock": root / "Cargo.lock",
+            **{m: root / m for m in members}}
+
+
+def _seed_cargo_target(spec: ServerSpec, where: Location, log_path: Path) -> None:
+    """The copy's target folder starts as a copy of the main build's (the manifest's
+    `--target-dir`, with its mtimes: cargo's freshness is by mtime), so that cargo
+    rebuilds the bumped crate, what depends on it and the workspace's crates (at a new
+    path), not every crate: minutes instead of a cold build. Without a main build yet
+    (or no --target-dir), the copy's build is cold."""
+    build = list(spec.build)
+    if "--target-dir" not in build or build.index("--target-dir") + 1 >= len(build):
+        return
+    target = build[build.index("--target-dir") + 1]
+    source = Path(target.replace("{cache_dir}", str(CACHE_DIR)))
+    profile = "release" if "--release" in build else "debug"
+    if not (source / profile).is_dir():
+        return
+    dest = Path(target.replace("{cache_dir}", where.cache_dir)) / profile
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _run_local(["cp", "-a", "--reflink=auto", str(source / profile), str(dest)],
+               Path(where.env_root), dict(os.environ), log_path,
+               f"copy of the main build's {source / profile}")
 
 
 def _run_local(argv, cwd: Path, env: dict, log_path: Path, what: str) -> None:

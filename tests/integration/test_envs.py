@@ -1,5 +1,6 @@
 """A server's own environment (bench.infra.envs) made for real: a virtualenv by pip from
-PyPI, a copy of a Go module resolved by `go mod tidy` from the Go module proxy. The
+PyPI, a copy of a Go module resolved by `go mod tidy` from the Go module proxy, of a
+Node.js package by npm, of a Rust workspace by `cargo update --precise` from crates.io. The
 fixture server is the stdlib tunable_cost one with a requirements.txt of one small
 package, so that pip's work is seconds."""
 from __future__ import annotations
@@ -97,6 +98,33 @@ def test_an_npm_dependency_override_installs_the_asked_version_in_a_copy(tmp_pat
     assert server_versions(older)["express"] == "5.0.0"
     assert json.loads((express.dir / "package.json").read_text())["dependencies"]["express"] \
         == "5.3.0"                                       # the server's own folder untouched
+
+
+@pytest.mark.full      # cargo rebuilds the bumped crate and links the workspace's binaries
+def test_a_rust_dependency_override_builds_a_copy_of_the_workspace_with_the_asked_crate(
+        tmp_path):
+    axum = manifest.discover([SERVERS_DIR])["axum"]
+    lock = (SERVERS_DIR / "Cargo.lock").read_text()
+    older = dataclasses.replace(axum, arm="axum=0.8.8", deps={"axum": "0.8.8"})
+    log = tmp_path / "build.log"
+    build(older, SETTINGS, log)
+    where = envs.location(older, LOCAL)
+    copy = Path(where.dir)
+    # resolved in the copy's lock file, compiled, and the binary the start command runs
+    tree = subprocess.run(["cargo", "tree", "--locked", "--offline", "-p", "webbench-axum",
+                           "-i", "axum", "--depth", "0"], cwd=copy, capture_output=True,
+                          text=True, check=True).stdout
+    assert tree.startswith("axum v0.8.8"), tree
+    assert "Compiling axum v0.8.8" in log.read_text()
+    assert (Path(where.cache_dir) / "cargo-target" / "release" / "webbench-axum").is_file()
+    assert server_versions(older)["axum"] == "0.8.8"
+    # a release the Cargo.toml requirement ("0.8") excludes is cargo's refusal, named
+    newer = dataclasses.replace(axum, arm="axum=0.7.9", deps={"axum": "0.7.9"})
+    with pytest.raises(ServerError, match=r"cargo update --package axum --precise 0.7.9"):
+        build(newer, SETTINGS, log)
+    assert not Path(envs.location(newer, LOCAL).env_root).exists()
+    # the workspace itself is untouched: its lock file still pins its own release
+    assert (SERVERS_DIR / "Cargo.lock").read_text() == lock
 
 
 def test_environments_unused_for_long_are_pruned(tmp_path):

@@ -166,15 +166,18 @@ def test_upstream_connections_are_kept_alive_and_reused(proxy_spec, upstream, tm
                            timeout=5)
             assert r.status_code == 200
             seen.append(upstream_connections(proxy))
-    # after each response its upstream connection is still open (without keep-alive the
-    # proxy closes it), one per nginx worker / HAProxy thread at most, and the twenty
-    # requests went over a few of them: not "the first one serves the twentieth", since
-    # HAProxy's pool-purge-delay closes a connection idle for a second, which a loaded
-    # machine's reading of the proxy's sockets between two requests can take (CI: the
-    # pair {39880, 39886} served 19 requests, the twentieth a new one)
+    # after a response its upstream connection is still open (without keep-alive the
+    # proxy closes it: every reading empty), one per nginx worker / HAProxy thread at
+    # most, and the twenty requests went over a few of them. Not after *every* response,
+    # nor "the first one serves the twentieth": HAProxy's pool-purge-delay closes idle
+    # connections (half of the surplus each second), whenever its timer fires, which may
+    # be right after a response (CI: the pair {55458, 55462} seen open after most
+    # requests, none after one; another time the pair served 19 requests, the twentieth
+    # a new one)
     used = set().union(*seen)
-    assert all(seen) and len(seen[-1]) <= WORKERS and len(used) <= len(seen) // 2, \
-        (seen, log_tail(tmp_path / "proxy.log"))
+    open_after = sum(1 for s in seen if s)
+    assert open_after >= len(seen) // 2 and len(seen[-1]) <= WORKERS and \
+        len(used) <= len(seen) // 2, (seen, log_tail(tmp_path / "proxy.log"))
 
 
 def cmdline(pid: int) -> str:

@@ -54,8 +54,17 @@ def test_each_framework_declaring_the_dependency_is_swept_and_labelled():
 def test_a_dep_no_selected_server_declares_or_can_override_is_refused():
     with pytest.raises(deps.DepError, match="no selected server declares it"):
         deps.check(["flask=3.0"], [SPECS["sanic"], SPECS["gin"]])
-    with pytest.raises(deps.DepError, match="axum cannot be swept"):
-        deps.check(["axum=0.7.9"], [SPECS["axum"]])
+    # Java's Maven dependencies are not read: vertx declares nothing a --dep can name
+    with pytest.raises(deps.DepError, match="no selected server declares it"):
+        deps.check(["vertx-core=4.5.0"], [SPECS["vertx"]])
+
+
+def test_a_rust_server_is_swept_over_its_own_crates_and_its_shared_crates():
+    deps.check(["axum=0.8.1"], [SPECS["axum"]])
+    assert [v.label for v in deps.swept(SPECS["axum"], ["axum=0.8.1"])] == ["axum@axum=0.8.1"]
+    # sqlx is servers/_rscommon's, which axum is built with; the path crate itself is not
+    assert deps.declares(SPECS["axum"], "sqlx") and deps.declares(SPECS["axum"], "tokio")
+    assert not deps.declares(SPECS["axum"], "webbench-common")
 
 
 def test_the_plan_has_a_case_per_release_and_refuses_a_stray_dep(tmp_path):
