@@ -1,17 +1,21 @@
 """Every framework and driver version a server really used: its direct dependencies,
-read from what its folder ships (Cargo.lock, go.mod, package-lock.json) or, for a Python
-server, from its own virtualenv (bench.infra.envs), so no framework is named here and a
-new server's versions are recorded without a line of code."""
+read from what its folder ships (Cargo.lock, go.mod, package-lock.json, pom.xml) or, for
+a Python server, from its own virtualenv (bench.infra.envs), and the runtime its
+manifest's [toolchain] names; so no framework is named here and a new server's versions
+are recorded without a line of code."""
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import re
 import tomllib
 from pathlib import Path
+from xml.etree import ElementTree
 
 from bench.infra import envs
 from bench.infra.host import LOCAL
+from bench.setup import probe
 
 
 _REQ = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;#]+)")
@@ -99,8 +103,40 @@ def _npm(folder: Path) -> dict:
             for name, spec in package.get("dependencies", {}).items()}
 
 
+def _maven(folder: Path) -> dict:
+    """{groupId:artifactId: version} of the pom.xml's direct dependencies, ${property}
+    references resolved from its <properties>; one without a version of its own takes
+    the <dependencyManagement> entry's (a BOM imported there is named, not expanded)."""
+    root = ElementTree.parse(folder / "pom.xml").getroot()
+    ns = {"m": root.tag[1:].split("}")[0]} if root.tag.startswith("{") else {"m": ""}
+    q = (lambda path: path.replace("m:", "")) if not ns["m"] else (lambda path: path)
+    props = {el.tag.split("}")[-1]: (el.text or "").strip()
+             for el in root.findall(q("m:properties/*"), ns)}
+
+    def resolve(text: str | None) -> str | None:
+        return re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)),
+                      text.strip()) if text else None
+
+    def coordinates(dep) -> tuple[str, str | None]:
+        group, artifact = (dep.findtext(q(f"m:{t}"), None, ns) for t in ("groupId", "artifactId"))
+        return f"{resolve(group)}:{resolve(artifact)}", resolve(dep.findtext(q("m:version"), None, ns))
+    managed = dict(coordinates(d) for d in root.findall(
+        q("m:dependencyManagement/m:dependencies/m:dependency"), ns))
+    out = {}
+    for dep in root.findall(q("m:dependencies/m:dependency"), ns):
+        name, version = coordinates(dep)
+        out[name] = version or managed.get(name) or "(managed by a BOM)"
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _runtime(command: str) -> str | None:
+    return probe.find(command).version
+
+
 VERSION_SOURCES = (("requirements.txt", _python_requirements),
-                   ("Cargo.toml", _cargo), ("go.mod", _go), ("package-lock.json", _npm))
+                   ("Cargo.toml", _cargo), ("go.mod", _go), ("package-lock.json", _npm),
+                   ("pom.xml", _maven))
 
 
 def server_versions(spec) -> dict:
@@ -119,4 +155,11 @@ def server_versions(spec) -> dict:
                 out[f"({name})"] = f"unreadable: {exc}"
     if where.dir and not Path(where.dir).is_dir():      # a --dep's copy, not made yet
         out.update({name: f"{version} (asked)" for name, version in spec.deps.items()})
+    # the runtime or compiler its manifest declares ([toolchain]: go, cargo, node,
+    # java), as this machine has it; a Python server's is its virtualenv's, above
+    chain = getattr(spec, "toolchain", None)
+    if chain is not None and chain.command not in out:
+        found = _runtime(chain.command)
+        if found:
+            out[chain.command] = found
     return out

@@ -4,6 +4,7 @@ import dataclasses
 
 from bench.core.manifest import discover
 from bench.infra import environment
+from bench.infra import versions
 from bench.infra.versions import server_versions
 from bench.paths import SERVERS_DIR
 
@@ -30,6 +31,26 @@ def test_versions_come_from_lock_files_and_the_virtualenv():
     sanic = server_versions(SPECS["sanic"])
     assert sanic["sanic"][0].isdigit() and sanic["python"][0] == "3"
     assert {"Django", "uvicorn"} <= set(server_versions(SPECS["django_asgi"]))
+    # Java: the pom.xml's direct dependencies, ${vertx.version} resolved from its
+    # <properties>; and each server's runtime, the one its [toolchain] names
+    vertx = server_versions(SPECS["vertx"])
+    assert vertx["io.vertx:vertx-core"][0].isdigit() and "${" not in str(vertx)
+    assert vertx["java"][0].isdigit() and axum["cargo"][0] == "1"
+    assert gin["go"][0] == "1" and server_versions(SPECS["fastify"])["node"][0].isdigit()
+
+
+def test_a_pom_without_a_namespace_and_a_bom_managed_version(tmp_path):
+    (tmp_path / "pom.xml").write_text(
+        "<project><properties><x.version>1.2</x.version></properties>"
+        "<dependencyManagement><dependencies><dependency><groupId>g</groupId>"
+        "<artifactId>managed</artifactId><version>${x.version}</version></dependency>"
+        "</dependencies></dependencyManagement><dependencies>"
+        "<dependency><groupId>g</groupId><artifactId>managed</artifactId></dependency>"
+        "<dependency><groupId>g</groupId><artifactId>own</artifactId><version>3</version>"
+        "</dependency><dependency><groupId>g</groupId><artifactId>bom</artifactId>"
+        "</dependency></dependencies></project>")
+    assert versions._maven(tmp_path) == {"g:managed": "1.2", "g:own": "3",
+                                         "g:bom": "(managed by a BOM)"}
 
 
 def test_a_release_sweeps_version_is_the_one_asked_for():
