@@ -82,6 +82,13 @@ def parser() -> argparse.ArgumentParser:
     ver.add_argument("--behind", type=arguments.csv_list, default=None, metavar="PROXY,...",
                      help="check HTTP conformance through these reverse proxies too (folders "
                           "under proxies/, e.g. nginx), as a run's --behind puts them in front")
+    ver.add_argument("--protocol", dest="protocols", type=arguments.csv_list, default=None,
+                     metavar="h1,h1-tls,h2,h2c",
+                     help="check the contract's answers over these protocols too, through "
+                          "--tls-proxy, with the negotiated protocol, TLS version and cipher "
+                          "(docs/protocols.md)")
+    ver.add_argument("--tls-proxy", default=None, metavar="PROXY",
+                     help="the proxy that terminates TLS and HTTP/2 (default: nginx)")
 
     compare.add_parser(sub)
     cal = sub.add_parser("calibrate", help="run the selection twice (A/A) and store per-case "

@@ -183,6 +183,19 @@ def add_modes(p: argparse.ArgumentParser) -> None:
     g.add_argument("--behind", type=csv_list, default=None, metavar="none,PROXY",
                    help="put a reverse proxy (a folder under proxies/, e.g. nginx) in front "
                         "of every server; `none,nginx` measures both (default: none)")
+    g.add_argument("--protocol", dest="protocols", type=csv_list, default=None,
+                   metavar="h1,h1-tls,h2,h2c",
+                   help="what the clients speak, a case each: h1 (HTTP/1.1, the default), "
+                        "h1-tls (over TLS 1.3, wrk), h2 (HTTP/2 over TLS, ALPN, h2load), h2c "
+                        "(HTTP/2 with prior knowledge, h2load); a server that does not speak "
+                        "one natively is measured through --tls-proxy (docs/protocols.md)")
+    g.add_argument("--streams", type=int_list, default=None, metavar="M[,M...]",
+                   help="with --protocol h2/h2c: concurrent streams per connection "
+                        "(h2load's -m), a case each (default: 1)")
+    g.add_argument("--tls-proxy", default=None, metavar="PROXY",
+                   help="the proxy (proxies/<name>/, its proxy.toml's protocols) that "
+                        "terminates TLS and HTTP/2 in front of a server that does not "
+                        "speak them (default: nginx)")
     g.add_argument("--no-ceiling", dest="ceiling", action="store_false", default=None,
                    help="leave out the reference servers (the ceiling row of the plain and "
                         "to json tables)")

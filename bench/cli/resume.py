@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bench.core.settings import SelectionError, Settings, from_public
 from bench.infra import environment, versions
+from bench.setup.probe import runtime_version
 from bench.storage import document, resume, results
 
 
@@ -40,8 +41,8 @@ def reopen(kind: str, given: str, now: Settings, specs: dict) -> tuple[Settings,
                            postgres_dsn=now.postgres_dsn, mysql_dsn=now.mysql_dsn)
     env = environment.environment()
     env["machine_id"] = environment.fingerprint(env)
-    now_versions = {sid: versions.server_versions(specs[sid])
-                for sid in run.servers if sid in specs}
+    now_versions = {sid: versions.server_versions(specs[sid], runtime_version)
+                    for sid in run.servers if sid in specs}
     changed = resume.differences(run, env, now_versions)
     if changed:
         raise SelectionError(f"cannot {kind.replace('-', ' ')} {run_dir}: {'; '.join(changed)}. "

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 
+from bench.core import protocols
 from bench.core.manifest import ServerSpec
 from bench.core.plan import plan
 from bench.core.settings import NO_PROXY, SelectionError, Settings
+from bench.infra import certs
 from bench.infra.server import ServerError
 from bench.session import FOR_VERIFY, Session, check_proxies, servers_unavailable
 from bench.storage import results
@@ -21,6 +23,7 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
     cases = plan(settings, specs, list(found), unavailable=servers_unavailable(specs, hosts))
     check_proxies(settings, found, hosts)
     proxies = {name: found[name] for name in settings.behind if name != NO_PROXY}
+    others = tuple(p for p in settings.protocols if p != protocols.DEFAULT)
     variants = list(dict.fromkeys(c.variant for c in cases))
     if not variants:
         raise SelectionError("the selection matches no server variant")
@@ -30,6 +33,11 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
         run_dir.mkdir(parents=True, exist_ok=True)
         try:
             endpoints = session.start_databases()
+            over = {}
+            if others:       # --protocol: the contract through the terminating proxy too
+                tls = certs.make(run_dir / "tls", ["localhost", settings.host]) \
+                    if any(p in protocols.TLS for p in others) else None
+                over = {"protocols": others, "edge": found[settings.tls_proxy], "tls": tls}
             unbuilt = {sid: built.reason for sid, built in
                        session.builds([*{v.server.id: v.server for v in variants}.values(),
                                        *proxies.values()], run_dir) if not built.ok}
@@ -44,7 +52,7 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
                     with verified_server(v, session.launch, endpoints.get(v.database), log,
                                          token=settings.token, suite=settings.with_suite,
                                          host=session.host("server"),
-                                         proxies=proxies) as running:
+                                         proxies=proxies, **over) as running:
                         report = running.verification
                     reports[v.key] = report.to_dict()
                     print(report.summary_text() + "\n", flush=True)

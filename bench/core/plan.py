@@ -11,7 +11,7 @@ import dataclasses
 import random
 from dataclasses import dataclass, field
 
-from bench.core import deps, server_env, suite
+from bench.core import deps, protocols, server_env, suite
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
 from bench.core.settings import DB_TESTS, DEFAULT_OPEN_MODEL, NO_DB_TESTS, NO_PROXY, \
     SelectionError, Settings, closed_loop_generators, open_model_generators, rate_base, validate
@@ -39,10 +39,17 @@ class LoadParams:
     generator: str = "wrk"
     proxy: str = NO_PROXY
     rate: str | None = None
+    # what the clients speak (bench.core.protocols) and, over HTTP/2, the concurrent
+    # streams per connection (h2load's -m)
+    protocol: str = protocols.DEFAULT
+    streams: int = 1
 
     def as_dict(self) -> dict:
-        return {"connections": self.connections, "connection_mode": self.connection_mode,
-                "generator": self.generator, "proxy": self.proxy, "rate": self.rate}
+        out = {"connections": self.connections, "connection_mode": self.connection_mode,
+               "generator": self.generator, "proxy": self.proxy, "rate": self.rate}
+        if self.protocol != protocols.DEFAULT:       # older keys stay as they were
+            out.update(protocol=self.protocol, streams=self.streams)
+        return out
 
     @property
     def suffix(self) -> str:
@@ -50,9 +57,11 @@ class LoadParams:
         parts = []
         if self.connection_mode != "keep-alive":
             parts.append(self.connection_mode)
+        if self.protocol != protocols.DEFAULT:
+            parts.append(self.protocol + (f"-m{self.streams}" if self.streams != 1 else ""))
         if self.proxy != NO_PROXY:
             parts.append(f"behind-{self.proxy}")
-        if self.generator != "wrk":
+        if self.generator not in ("wrk", protocols.HTTP2_GENERATOR):
             parts.append(self.generator)
         if self.rate is not None:
             parts.append(f"r{self.rate}")
@@ -63,7 +72,7 @@ class LoadParams:
         """The closed-loop case whose measured maximum a rate point's share refers to:
         wrk's for oha, k6's own for k6 (bench.core.settings.rate_base)."""
         return LoadParams(self.connections, self.connection_mode, rate_base(self.generator),
-                          self.proxy)
+                          self.proxy, protocol=self.protocol, streams=self.streams)
 
 
 @dataclass(frozen=True)
@@ -109,9 +118,17 @@ def load_points(settings: Settings) -> list[LoadParams]:
     points of each open-model generator (oha unless ...) at each rate."""
     shapes = [(level, mode, proxy) for proxy in settings.behind
               for mode in settings.connection_modes for level in settings.levels]
-    closed = [LoadParams(level, mode, g, proxy)
-              for g in closed_loop_generators(settings.generators)
-              for level, mode, proxy in shapes]
+    closed = []
+    for protocol in settings.protocols:
+        # the proxy in front terminates what the server does not speak: the --behind
+        # one, else --tls-proxy (no server declares a native protocol yet)
+        streams = settings.streams if protocol in protocols.HTTP2 else (1,)
+        for g in closed_loop_generators(settings.generators):
+            closed += [LoadParams(level, mode, protocols.generator_for(protocol, g),
+                                  proxy if protocol == protocols.DEFAULT or proxy != NO_PROXY
+                                  else settings.tls_proxy, protocol=protocol, streams=m)
+                       for level, mode, proxy in shapes for m in streams]
+    closed = list(dict.fromkeys(closed))     # HTTP/2's generator is one whatever was asked
     return closed + [LoadParams(level, mode, g, proxy, rate)
                      for g in open_model_generators(settings.generators)
                      for level, mode, proxy in shapes for rate in settings.rates]
@@ -159,7 +176,7 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
                   for t in NO_DB_TESTS if t in settings.tests for p in points]
     # the ceiling is a throughput: closed-loop points only
     direct = list(dict.fromkeys(dataclasses.replace(p, proxy=NO_PROXY) for p in points
-                                if p.rate is None))
+                                if p.rate is None and p.protocol == protocols.DEFAULT))
     for server_id in references:
         cases += [Case(Variant(specs[server_id], "none", False), t, p)
                   for t in NO_DB_TESTS if t in settings.tests for p in direct]

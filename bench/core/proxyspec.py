@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.core.manifest import ManifestError, Toolchain, parse_toolchain, read_toml
+from bench.core.protocols import PROTOCOLS
 from bench.paths import REPO
 
 PROXIES_DIR = REPO / "proxies"
@@ -36,6 +37,9 @@ class ProxySpec:
     build: tuple[str, ...] = ()
     # what builds it and the lowest version that can, as a server manifest's [toolchain]
     toolchain: Toolchain | None = None
+    # what clients may speak to it (bench.core.protocols): h1, and the TLS / HTTP/2
+    # protocols it terminates, from BENCH_PROXY_PROTOCOL and BENCH_TLS_CERT / _KEY
+    protocols: tuple[str, ...] = ("h1",)
 
     @property
     def id(self) -> str:
@@ -69,7 +73,17 @@ def load_proxy(folder: Path) -> ProxySpec:
                      workers_match=_workers_match(data.get("workers_match", ""), path),
                      requires=tuple(str(t) for t in data.get("requires", [])),
                      build=_argv(data, "build", path),
-                     toolchain=parse_toolchain(data, path))
+                     toolchain=parse_toolchain(data, path),
+                     protocols=_protocols(data, path))
+
+
+def _protocols(data: dict, path: Path) -> tuple[str, ...]:
+    value = data.get("protocols", ["h1"])
+    if not isinstance(value, list) or "h1" not in value or \
+            any(p not in PROTOCOLS for p in value):
+        raise ManifestError(f"{path}: 'protocols' must list h1 and any of "
+                            f"{', '.join(PROTOCOLS[1:])}, got {value!r}")
+    return tuple(value)
 
 
 def _argv(data: dict, key: str, path: Path) -> tuple[str, ...]:

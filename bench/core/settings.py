@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from bench.core import suite
+from bench.core import protocols, proxyspec, suite
 from bench.core.manifest import KNOWN_DATABASES
 from bench.paths import REPO
 
@@ -101,13 +101,13 @@ RUNTIME_THREADS = ("cpus", "workers")
 # parsing (a caller may still give lists; they are frozen on construction)
 SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
                    "behind", "rates", "servers_dirs", "n_levels", "server_env",
-                   "deps", "generators")
+                   "deps", "generators", "protocols", "streams")
 
 # the load generators and the models each runs (False: the closed loop, True: the open
 # model): bench.load's registry, named here because core imports nothing from load
 # (tests/unit/test_k6.py checks that the two agree)
 GENERATOR_MODELS: dict[str, tuple[bool, ...]] = {"wrk": (False,), "oha": (False, True),
-                                                 "k6": (False, True)}
+                                                 "k6": (False, True), "h2load": (False,)}
 DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL = "wrk", "oha"
 
 
@@ -166,6 +166,11 @@ class Settings:
     # "none" = clients talk to the server directly; a proxy name (proxies/<name>/) puts
     # that reverse proxy in front of every server; several = each a case of its own
     behind: tuple[str, ...] = (NO_PROXY,)
+    # what the clients speak, a case each, through `tls_proxy` where a server does not
+    # (bench.core.protocols); `streams`: HTTP/2's per connection (h2load -m), a case each
+    protocols: tuple[str, ...] = ("h1",)
+    streams: tuple[int, ...] = (1,)
+    tls_proxy: str = "nginx"
     # measure the reference servers (manifest `reference = true`, e.g. nginx answering
     # from its config) in the same run, as the ceiling of the `plain`/`to json` tables
     ceiling: bool = True
@@ -284,9 +289,10 @@ class Settings:
         d["connection_levels"] = list(self.levels)
         for side in ("server", "client", "db"):
             d[f"{side}_cpus"] = self.cpus(side)
-        # the defaults of --generator (wrk, and oha for --rate) and --iterations record
-        # nothing: a run's settings stay what every run before them recorded
-        for name in ("generators", "iterations"):
+        # the defaults of --generator (wrk, and oha for --rate), --iterations and the
+        # protocol flags record nothing: a run's settings stay what every run before
+        # them recorded
+        for name in ("generators", "iterations", "protocols", "streams", "tls_proxy"):
             if getattr(self, name) == getattr(Settings, name):
                 del d[name]
         return d
@@ -401,12 +407,19 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
     for rate in s.rates:
         parse_rate(rate)
     validate_generators(s)
+    # a proxy's declared protocols are read only when a protocol besides h1 is asked for
+    declared = {} if tuple(s.protocols) == (protocols.DEFAULT,) else \
+        {name: spec.protocols for name, spec in proxyspec.available_proxies().items()}
+    for problem in protocols.problems(s.protocols, s.tests, s.rates, s.behind, declared,
+                                      s.tls_proxy, s.streams, s.generators)[:1]:
+        raise SelectionError(problem)
     if not s.knee_p99_ms > 0:
         raise SelectionError(f"--knee-p99 must be positive (ms), got {s.knee_p99_ms:g}")
     validate_cpus(s)
     check_names("database", s.databases, list(KNOWN_DATABASES))
     check_names("test", s.tests, list(ALL_TESTS))
-    validate_n(s)
+    if (why := suite.level_problem(s.n_levels, s.tests)):
+        raise SelectionError(why)
     if s.runtime_threads not in RUNTIME_THREADS:
         raise SelectionError(f"unknown --runtime-threads {s.runtime_threads!r}; valid: "
                              f"{', '.join(RUNTIME_THREADS)}")
@@ -442,21 +455,6 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
             raise SelectionError(f"--{flag} must be a TCP port (1-65535), got {port}")
     if not s.token or any(c.isspace() for c in s.token):
         raise SelectionError("--token must be a non-empty string without whitespace")
-
-
-def validate_n(s: Settings) -> None:
-    if s.n_levels is None:
-        return
-    if len(set(s.n_levels)) != len(s.n_levels):
-        raise SelectionError(f"--n lists a value twice: {','.join(map(str, s.n_levels))}")
-    wrong = [n for n in s.n_levels if not suite.N_MIN <= n <= suite.N_MAX]
-    if wrong:
-        raise SelectionError(f"--n {','.join(map(str, wrong))}: n is {suite.N_MIN} to "
-                             f"{suite.N_MAX} (the contract clamps anything else, so another "
-                             f"value would measure a level that is not the one stored)")
-    if not set(s.tests) & set(suite.N_TESTS):
-        raise SelectionError(f"--n applies to {', '.join(suite.N_TESTS)}; none of them is "
-                             f"among --tests {','.join(s.tests)}")
 
 
 def check_threads(threads: int, connections: int) -> None:

@@ -120,3 +120,20 @@ def path_for(test: str, n: int | None) -> str:
 def title(test: str, n: int | None) -> str:
     """A test as the tables name it, with its level: "queries n=20"."""
     return test if n is None else f"{test} n={n}"
+
+
+def level_problem(n_levels, tests) -> str | None:
+    """What is wrong with --n's levels for these --tests (None: nothing)."""
+    if n_levels is None:
+        return None
+    if len(set(n_levels)) != len(n_levels):
+        return f"--n lists a value twice: {','.join(map(str, n_levels))}"
+    wrong = [n for n in n_levels if not N_MIN <= n <= N_MAX]
+    if wrong:
+        return (f"--n {','.join(map(str, wrong))}: n is {N_MIN} to {N_MAX} (the contract "
+                f"clamps anything else, so another value would measure a level that is not "
+                f"the one stored)")
+    if not set(tests) & set(N_TESTS):
+        return (f"--n applies to {', '.join(N_TESTS)}; none of them is among --tests "
+                f"{','.join(tests)}")
+    return None

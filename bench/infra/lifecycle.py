@@ -48,11 +48,13 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                    overhead_s: dict | None = None,
                    settle_db: Callable[[], Any] | None = None,
                    proxy: Any = None, host: Host = LOCAL,
-                   on_phase: Callable[[str], None] = lambda name: None) -> Iterator[Running]:
+                   on_phase: Callable[[str], None] = lambda name: None,
+                   protocol: str = "h1", tls: Any = None) -> Iterator[Running]:
     """A freshly restored table and a freshly started, ready server; always stopped.
 
     `proxy` (a ProxySpec): the server listens on the upstream port and the proxy takes
-    the server's port, so clients find it where they would find the server.
+    the server's port, so clients find it where they would find the server; its clients
+    speak `protocol` (bench.core.protocols), over TLS with `tls` (bench.infra.certs).
     `on_phase` hears each step's name as it begins (a progress display shows it).
     `overhead_s` (a dict of the caller's, or a new one) is filled as the steps happen, so
     a caller that catches an exception still has the timings of the steps that ran.
@@ -90,7 +92,7 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                 proxy, listen_host=settings.host, listen_port=settings.port,
                 upstream_host=settings.host, upstream_port=server_settings.port,
                 workers=settings.workers, log_path=log_path,
-                cpus=settings.cpus("server"), host=host))
+                cpus=settings.cpus("server"), host=host, protocol=protocol, tls=tls))
             overhead["proxy_start"] = round(time.monotonic() - t0, 4)
         yield running
     finally:

@@ -63,11 +63,14 @@ def build_proxy(spec: ProxySpec, log_path: Path, host: Host = LOCAL) -> float:
 
 @dataclass
 class RunningProxy:
-    """A started, ready proxy: where clients reach it and which processes it is."""
+    """A started, ready proxy: where clients reach it and which processes it is, and
+    what its readiness probe negotiated over the case's protocol (None for h1)."""
     spec: ProxySpec
     group: ProcessGroup
     base_url: str
     upstream_url: str
+    protocol: str = "h1"
+    negotiated: dict | None = None
 
     @property
     def host(self) -> Host:
@@ -108,8 +111,8 @@ def _ping(host: Host, base_url: str) -> tuple[tuple | None, str]:
         return None, f"HTTP {answer.status}, not JSON: {answer.text[:120]!r}"
 
 
-def _url(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+def _url(host: str, port: int, scheme: str = "http") -> str:
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 def _upstream_answer(host: Host, url: str) -> tuple:
@@ -131,13 +134,19 @@ def _upstream_answer(host: Host, url: str) -> tuple:
         time.sleep(0.05)
 
 
-def proxy_environment(spec: ProxySpec, values: dict[str, str]) -> dict[str, str]:
+def proxy_environment(spec: ProxySpec, values: dict[str, str], protocol: str = "h1",
+                      tls=None) -> dict[str, str]:
+    """The proxy's environment: where it listens and forwards, W, and what its clients
+    speak (BENCH_PROXY_PROTOCOL, with the run's certificate for TLS)."""
     env = {**os.environ,
            "BENCH_PROXY_NAME": spec.name,
            "BENCH_PROXY_HOST": values["listen_host"], "BENCH_PROXY_PORT": values["listen_port"],
            "BENCH_UPSTREAM_HOST": values["upstream_host"],
            "BENCH_UPSTREAM_PORT": values["upstream_port"],
-           "BENCH_WORKERS": values["workers"], "PYTHONUNBUFFERED": "1"}
+           "BENCH_WORKERS": values["workers"], "PYTHONUNBUFFERED": "1",
+           "BENCH_PROXY_PROTOCOL": protocol}
+    if tls is not None:
+        env.update(BENCH_TLS_CERT=str(tls.cert), BENCH_TLS_KEY=str(tls.key))
     env.update({k: expand(v, values) for k, v in spec.env.items()})
     return env
 
@@ -145,18 +154,30 @@ def proxy_environment(spec: ProxySpec, values: dict[str, str]) -> dict[str, str]
 @contextmanager
 def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstream_host: str,
                   upstream_port: int, workers: int, log_path: Path | None,
-                  cpus: list[int] | None = None,
-                  host: Host = LOCAL) -> Iterator[RunningProxy]:
+                  cpus: list[int] | None = None, host: Host = LOCAL,
+                  protocol: str = "h1", tls=None) -> Iterator[RunningProxy]:
     """The proxy `spec` on listen_host:listen_port in front of the server at
     upstream_host:upstream_port (already running), ready, and always stopped.
 
     Ready means GET /ping/ through the proxy answers the status and JSON body the upstream
     answers directly, within spec.ready_timeout; otherwise ProxyError with the log's tail.
-    The proxy gets `workers` (the same W as the servers) and runs on `cpus` if given."""
+    The proxy gets `workers` (the same W as the servers) and runs on `cpus` if given.
+    `protocol` (bench.core.protocols) is what its clients speak, `tls` the run's
+    certificates (bench.infra.certs) when that is over TLS: its readiness is then asked
+    over that protocol, and what it negotiated must be that protocol, TLS 1.3 and the
+    run's cipher suite."""
+    from bench.core import protocols
+    if protocol not in spec.protocols:
+        raise ProxyError(f"the {spec.name} proxy does not terminate {protocol} (its "
+                         f"proxy.toml's protocols: {', '.join(spec.protocols)})")
+    if protocol != protocols.DEFAULT and host.remote:
+        raise ProxyError(f"--protocol {protocol}: a TLS or HTTP/2 proxy runs on this machine "
+                         f"only for now (the server role is on {host.describe_where()})")
     values = {**template_values(spec, host), "listen_host": listen_host,
               "listen_port": str(listen_port), "upstream_host": upstream_host,
               "upstream_port": str(upstream_port), "workers": str(workers)}
-    base_url, upstream_url = _url(listen_host, listen_port), _url(upstream_host, upstream_port)
+    base_url = _url(listen_host, listen_port, protocols.scheme(protocol))
+    upstream_url = _url(upstream_host, upstream_port)
     # Each check's connection is closed when it ends (Host.http_get): none of the
     # harness's own stays open to the server or the proxy while the load runs.
     expected = _upstream_answer(host, upstream_url)
@@ -166,13 +187,13 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
     argv = [expand(a, values) for a in spec.start]
     try:
         group = ProcessGroup.start(host, argv, cwd=spec.dir,
-                                   env=proxy_environment(spec, values), log_path=log_path,
-                                   cpus=cpus)
+                                   env=proxy_environment(spec, values, protocol, tls),
+                                   log_path=log_path, cpus=cpus)
     except FileNotFoundError as exc:
         raise ProxyError(f"cannot start the {spec.name} proxy: {exc.filename} not found") from exc
-    running = RunningProxy(spec, group, base_url, upstream_url)
+    running = RunningProxy(spec, group, base_url, upstream_url, protocol)
     try:
-        _wait_ready(running, expected, log_path)
+        _wait_ready(running, expected, log_path, tls)
         _wait_workers(running, workers)
         yield running
     finally:
@@ -180,13 +201,33 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
         _wait_port_free(host, listen_host, listen_port)
 
 
-def _wait_ready(running: RunningProxy, expected: tuple, log_path: Path | None) -> None:
+def _probe(running: RunningProxy, tls) -> tuple[tuple | None, str]:
+    """(status, JSON body) of GET /ping/ through the proxy over its protocol, or None and
+    why not; over TLS or HTTP/2 it keeps what was negotiated."""
+    if running.protocol == "h1":
+        return _ping(running.host, running.base_url)
+    from bench.infra import protocol_probe
+    try:
+        answer = protocol_probe.get(f"{running.base_url}/ping/", running.protocol,
+                                    ca=tls.ca if tls is not None else None, timeout=1)
+    except protocol_probe.ProtocolError as exc:
+        return None, str(exc)
+    running.negotiated = answer.negotiated()
+    wrong = answer.problems(running.protocol)
+    if wrong:
+        raise ProxyError(f"the {running.spec.name} proxy at {running.base_url} answered "
+                         f"--protocol {running.protocol} but {'; '.join(wrong)}")
+    return (answer.status, answer.body), ""
+
+
+def _wait_ready(running: RunningProxy, expected: tuple, log_path: Path | None,
+                tls=None) -> None:
     spec, start, last = running.spec, time.monotonic(), "no answer"
     while time.monotonic() - start < spec.ready_timeout:
         if running.proc.poll() is not None:
             raise ProxyError(f"the {spec.name} proxy exited with code {running.proc.returncode} "
                              f"before it was ready", log_path)
-        answer, why = _ping(running.host, running.base_url)
+        answer, why = _probe(running, tls)
         if answer == expected:
             running.pids()
             return

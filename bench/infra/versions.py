@@ -5,7 +5,6 @@ manifest's [toolchain] names; so no framework is named here and a new server's v
 are recorded without a line of code."""
 from __future__ import annotations
 
-import functools
 import json
 import platform
 import re
@@ -15,7 +14,6 @@ from xml.etree import ElementTree
 
 from bench.infra import envs
 from bench.infra.host import LOCAL
-from bench.setup import probe
 
 
 _REQ = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;#]+)")
@@ -129,17 +127,12 @@ def _maven(folder: Path) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def _runtime(command: str) -> str | None:
-    return probe.find(command).version
-
-
 VERSION_SOURCES = (("requirements.txt", _python_requirements),
                    ("Cargo.toml", _cargo), ("go.mod", _go), ("package-lock.json", _npm),
                    ("pom.xml", _maven))
 
 
-def server_versions(spec) -> dict:
+def server_versions(spec, runtime=None) -> dict:
     """Direct dependencies and their versions, from whatever lock files the server's
     folder has: for a Python server, what its own virtualenv holds; for a --dep's copy
     of a Go module, the copy's go.mod once it is made (bench.infra.envs)."""
@@ -156,10 +149,11 @@ def server_versions(spec) -> dict:
     if where.dir and not Path(where.dir).is_dir():      # a --dep's copy, not made yet
         out.update({name: f"{version} (asked)" for name, version in spec.deps.items()})
     # the runtime or compiler its manifest declares ([toolchain]: go, cargo, node,
-    # java), as this machine has it; a Python server's is its virtualenv's, above
+    # java), as `runtime(command)` finds it on this machine (the caller's probe:
+    # bench.setup.probe.runtime_version); a Python server's is its virtualenv's, above
     chain = getattr(spec, "toolchain", None)
-    if chain is not None and chain.command not in out:
-        found = _runtime(chain.command)
+    if runtime is not None and chain is not None and chain.command not in out:
+        found = runtime(chain.command)
         if found:
             out[chain.command] = found
     return out

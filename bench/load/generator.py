@@ -53,6 +53,10 @@ class LoadRequest:
     # the closed loop ends after this many requests (duration_s its cap); only a generator
     # runs it: k6 (bench.core.settings refuses --iterations with any other)
     iterations: int | None = None
+    # what the connections speak (bench.core.protocols; base_url's scheme says TLS or
+    # not) and HTTP/2's concurrent streams per connection (h2load's -m)
+    protocol: str = "h1"
+    streams: int = 1
 
     @property
     def open_model(self) -> bool:

@@ -80,9 +80,15 @@ class Table:
 
 def load_params(case: dict) -> tuple:
     """(connections, connection mode, proxy) of a closed-loop case (older results have no
-    proxy: they ran without one)."""
+    proxy: they ran without one). The mode names the protocol when it is not HTTP/1.1
+    over TCP ("keep-alive, h2, 10 streams"): each protocol is a table of its own, and no
+    proxy or ceiling table pairs it with an h1 case."""
     key = case["key"]
-    return key["connections"], key["connection_mode"], key.get("proxy", "none")
+    mode = key["connection_mode"]
+    if key.get("protocol", "h1") != "h1":
+        streams = key.get("streams", 1)
+        mode += f", {key['protocol']}" + (f", {streams} streams" if streams != 1 else "")
+    return key["connections"], mode, key.get("proxy", "none")
 
 
 def level(case: dict) -> int | None:

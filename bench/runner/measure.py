@@ -12,6 +12,7 @@ from typing import Callable
 
 from bench import load
 from bench.core.context import RunContext
+from bench.core.protocols import HTTP2
 from bench.core.plan import LoadParams, Sample
 from bench.infra import db
 from bench.infra.lifecycle import Running
@@ -66,7 +67,8 @@ class Measurer:
                            threads=p.threads_for(params.connections), duration_s=duration_s,
                            timeout_s=p.timeout, seed=seed, token=p.token,
                            connection_close=params.connection_mode == "close", rate=rate,
-                           n=n, iterations=iterations)
+                           n=n, iterations=iterations, protocol=params.protocol,
+                           streams=params.streams)
 
     def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,
              name: str | None = None):
@@ -97,7 +99,10 @@ class Measurer:
             self.phase("warm-up")
             warm = self.request(case.test, running.base_url, case.load,
                                 seed + WARMUP_SEED_OFFSET, p.warmup, n=case.n)
-            warmup = without_distribution(self._run(warm)[1].summary)
+            # over HTTP/2 the case's own generator (wrk speaks HTTP/1.1 only)
+            warmup = without_distribution(self._run(
+                warm, name=case.load.generator if case.load.protocol in HTTP2 else None
+            )[1].summary)
         client_pid: list[int] = []
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
                                                         client_pid))
@@ -127,7 +132,9 @@ class Measurer:
             generator, result = self._run(request, on_start=generator_started,
                                           name=case.load.generator)
         opened = self.server_host.tcp_connections_accepted() - opened_before
-        burst = self._burst(sample, running) if p.burst > 0 else None
+        # a burst is new connections with Connection: close, which HTTP/2 does not have
+        burst = self._burst(sample, running) if p.burst > 0 and \
+            case.load.protocol not in HTTP2 else None
         resources = sampler.figures()
         if resources["client"]["accounting"] != "cgroup2":
             # the generator's own CPU is known exactly (wait4's rusage); the sampler only

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Callable
 
 from bench.analysis import judge, statistics
+from bench.core import protocols
 from bench.core.plan import Case, Sample, databases_needed, schedule
 from bench.core.settings import NO_PROXY, closed_loop_generators, open_model_generators, \
     parse_rate
 from bench.infra import databases, db, environment, versions
 from bench.infra import state as run_state
 from bench.infra import topology
+from bench.setup.probe import runtime_version
 from bench.infra.lifecycle import running_server
 from bench.infra.quiet import MachineWatch, noise_verdict
 from bench.infra.server import ServerError, log_tail
@@ -101,6 +103,10 @@ class Run:
         self.proxy_build_errors: dict[str, str] = {}     # proxy name -> why, for --behind
         self.proxies = {}              # name -> ProxySpec, for --behind
         wanted = [name for name in settings.behind if name != NO_PROXY]
+        if any(p != protocols.DEFAULT for p in settings.protocols) and \
+                settings.tls_proxy not in wanted:
+            wanted.append(settings.tls_proxy)      # terminates what a server does not speak
+        self.tls = None                # the run's certificates (bench.infra.certs), made once
         if wanted:
             from bench.infra.proxy import available_proxies
             found = available_proxies()
@@ -116,7 +122,7 @@ class Run:
         specs = {c.variant.server.label: c.variant.server for c in cases}
         servers = {sid: ServerInfo(description=s.description, language=s.language,
                                    concurrency=s.concurrency, reference=s.reference,
-                                   versions=versions.server_versions(s))
+                                   versions=versions.server_versions(s, runtime_version))
                    for sid, s in specs.items()}
         self.doc = RunRecord.new(
             run_id=run_id, settings=self.context.public(), environment=env,
@@ -258,7 +264,7 @@ class Run:
             elif server_id in self.doc.servers:
                 # what its environment really holds, now that it is made
                 self.doc.servers[server_id].versions = \
-                    versions.server_versions(specs[server_id])
+                    versions.server_versions(specs[server_id], runtime_version)
             self.save()
 
     def _build_proxies(self, names: set[str]) -> None:
@@ -298,6 +304,27 @@ class Run:
         if record.log:
             record.log_tail = log_tail(self.run_dir / record.log, 20) or None
 
+    def _protocol_checks(self, variant) -> dict:
+        """What verification needs to check a framework over the run's protocols besides
+        h1: the terminating proxy and the certificates (none for the ceiling, measured
+        over h1 only)."""
+        others = [p for p in self.settings.protocols if p != protocols.DEFAULT]
+        if not others or variant.server.reference:
+            return {}
+        tls = next((self._certificates(p) for p in others if p in protocols.TLS), None)
+        return {"protocols": tuple(others), "edge": self.proxies[self.settings.tls_proxy],
+                "tls": tls}
+
+    def _certificates(self, protocol: str):
+        """The run's CA and server certificate (in its folder), made on first use by a
+        protocol over TLS: for the names a client on this machine uses."""
+        if protocol not in protocols.TLS:
+            return None
+        if self.tls is None:
+            from bench.infra import certs
+            self.tls = certs.make(self.run_dir / "tls", ["localhost", self.settings.host])
+        return self.tls
+
     def _run_sample(self, sample: Sample, record: SampleRecord) -> None:
         case, v = sample.case, sample.case.variant
         record.begin(results.now_iso())
@@ -327,7 +354,8 @@ class Run:
                                 settle_db=self._settler(endpoint),
                                 proxy=self.proxies.get(case.load.proxy),
                                 on_phase=self.display.phase,
-                                host=self.server_host) as running:
+                                host=self.server_host, protocol=case.load.protocol,
+                                tls=self._certificates(case.load.protocol)) as running:
                 if running.settled is not None:
                     record.db_settle = running.settled.as_dict()
                     if not running.settled.quiet:
@@ -399,7 +427,8 @@ class Run:
                              overhead_s=started, settle_db=self._settler(endpoint),
                              on_phase=self.display.phase, host=self.server_host,
                              # the reference (ceiling) is only ever measured directly
-                             proxies={} if variant.server.reference else self.proxies) as running:
+                             proxies={} if variant.server.reference else self.proxies,
+                             **self._protocol_checks(variant)) as running:
             report = running.verification
         overhead_s["verify"] = round(started.get("total", 0.0), 4)
         self._record_verification(variant.key, report)

@@ -4,6 +4,8 @@ tool (each probe is one `--version`-like call, bounded by a timeout).
 """
 from __future__ import annotations
 
+import functools
+
 import glob
 import os
 import re
@@ -133,6 +135,13 @@ def find(tool: str) -> Found:
     if path is None:
         return Found(tool, None, None)
     return Found(tool, path, say_version([path, *VERSION_ARGS.get(tool, ["--version"])]))
+
+
+@functools.lru_cache(maxsize=32)
+def runtime_version(command: str) -> str | None:
+    """The version of a server's runtime or compiler (its manifest's [toolchain]
+    command), once per process: what bench.infra.versions records beside its packages."""
+    return find(command).version
 
 
 def memoized(find=None):

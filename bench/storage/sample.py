@@ -31,6 +31,10 @@ class GeneratorRecord(Record):
     name: str                              # "wrk" (closed loop) or "oha" (open model)
     connection_close: bool = optional()    # a new TCP connection per request
     rate: dict | None = optional()         # open model: the rate asked for and achieved
+    # HTTP/2 (h2load): concurrent streams per connection, and what its connections
+    # negotiated (application protocols, TLS versions, ciphers)
+    streams: int = optional()
+    negotiated: dict = optional()
     # always written; optional because schema 2 required only threads and connections
     command: list[str] = optional()
     exit_code: int | None = optional()

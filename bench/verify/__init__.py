@@ -106,13 +106,17 @@ def check_behind(running, proxies: dict, settings, token: str, host, log_path) -
 
 @contextmanager
 def verified_server(variant, settings, endpoint, log_path, *, token: str, suite: bool,
-                    host=None, proxies: dict | None = None, **kwargs):
+                    host=None, proxies: dict | None = None, protocols: tuple = (),
+                    edge=None, tls=None, **kwargs):
     """A server started and verified, for verification only (a run measures in a start
     of its own, so that what verification sends never warms what is measured). With the
     database suite, the server reaches its database through a `pipelining.Relay`, which
     sees statements sent before the previous answer came back; not where the server runs
     on another host (it could not reach the relay on this one). `proxies` (name ->
-    ProxySpec, a run's `--behind`): HTTP conformance is checked through each as well."""
+    ProxySpec, a run's `--behind`): HTTP conformance is checked through each as well.
+    `protocols` besides h1 (a run's `--protocol`): the contract's answers through `edge`,
+    the proxy that terminates each, with the run's certificates `tls`
+    (bench.verify.protocol_checks)."""
     from bench.infra.host import LOCAL
     from bench.infra.lifecycle import running_server
     host = host or LOCAL
@@ -127,4 +131,8 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
             verifier=verifier(token, suite, relay), host=host, **kwargs))
         if proxies and running.verification is not None:
             check_behind(running, proxies, settings, token, host, log_path)
+        if edge is not None and running.verification is not None:
+            from bench.verify.protocol_checks import check_protocols
+            running.verification.checks += check_protocols(
+                running, edge, list(protocols), settings, token, host, log_path, tls)
         yield running

@@ -7,6 +7,7 @@ from bench.infra import environment
 from bench.infra import versions
 from bench.infra.versions import server_versions
 from bench.paths import SERVERS_DIR
+from bench.setup.probe import runtime_version
 
 SPECS = discover([SERVERS_DIR])
 
@@ -33,10 +34,12 @@ def test_versions_come_from_lock_files_and_the_virtualenv():
     assert {"Django", "uvicorn"} <= set(server_versions(SPECS["django_asgi"]))
     # Java: the pom.xml's direct dependencies, ${vertx.version} resolved from its
     # <properties>; and each server's runtime, the one its [toolchain] names
-    vertx = server_versions(SPECS["vertx"])
+    vertx = server_versions(SPECS["vertx"], runtime_version)
     assert vertx["io.vertx:vertx-core"][0].isdigit() and "${" not in str(vertx)
-    assert vertx["java"][0].isdigit() and axum["cargo"][0] == "1"
-    assert gin["go"][0] == "1" and server_versions(SPECS["fastify"])["node"][0].isdigit()
+    assert vertx["java"][0].isdigit() and "java" not in server_versions(SPECS["vertx"])
+    assert server_versions(SPECS["axum"], runtime_version)["cargo"][0] == "1"
+    assert server_versions(SPECS["gin"], runtime_version)["go"][0] == "1"
+    assert server_versions(SPECS["fastify"], runtime_version)["node"][0].isdigit()
 
 
 def test_a_pom_without_a_namespace_and_a_bom_managed_version(tmp_path):

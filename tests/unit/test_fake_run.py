@@ -65,7 +65,7 @@ def fake_environment(monkeypatch):
     stored = ROOT / "tests/golden/schema2-modes/results.json"
     env = json.loads(stored.read_text())["environment"]
     monkeypatch.setattr(run.environment, "environment", lambda: dict(env))
-    monkeypatch.setattr(run.versions, "server_versions", lambda spec: {})
+    monkeypatch.setattr(run.versions, "server_versions", lambda spec, runtime=None: {})
     # a server's own virtualenv is made by pip on a real machine (tests/integration/
     # test_envs.py); the fake host has nothing to make it with
     from bench.infra import envs

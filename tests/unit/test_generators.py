@@ -25,7 +25,7 @@ def test_the_registry_picks_the_closed_loop_or_the_open_model_generator():
 
 
 def test_an_unknown_generator_names_the_known_ones():
-    with pytest.raises(LoadError, match="known: k6, oha, wrk"):
+    with pytest.raises(LoadError, match="known: h2load, k6, oha, wrk"):
         load.for_request(CLOSED, closed_loop="siege")
 
 

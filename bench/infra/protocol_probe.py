@@ -1,0 +1,98 @@
+"""One request over a case's protocol (bench.core.protocols), and what was negotiated:
+the check that a server or the proxy in front of it is ready and speaks what the case
+asked, before any load. httpx (with h2) speaks each: HTTP/1.1 over TLS offering only
+http/1.1 by ALPN, HTTP/2 over TLS offering only h2 (a server that cannot answer h2 fails
+the handshake or answers another protocol: both are errors, never a silent fall-back),
+and h2c with prior knowledge. The certificate is verified against the run's own CA.
+"""
+from __future__ import annotations
+
+import socket
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench.core import protocols
+from bench.infra.certs import CIPHER_SUITE, TLS_VERSION
+
+
+class ProtocolError(RuntimeError):
+    """The endpoint did not answer over the protocol asked, or negotiated another one."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: object                 # the JSON body, or the text when it is not JSON
+    http_version: str            # "HTTP/1.1" / "HTTP/2", as the response came
+    tls_version: str | None      # "TLSv1.3"; None without TLS
+    cipher: str | None
+    alpn: str | None
+
+    def problems(self, protocol: str) -> list[str]:
+        """What differs from the protocol asked and the run's one TLS version and cipher."""
+        out = []
+        want = "HTTP/2" if protocol in protocols.HTTP2 else "HTTP/1.1"
+        if self.http_version != want:
+            out.append(f"answered over {self.http_version}, not {want}")
+        if protocol in protocols.TLS:
+            if self.tls_version != TLS_VERSION:
+                out.append(f"TLS version {self.tls_version}, not {TLS_VERSION}")
+            if self.cipher != CIPHER_SUITE:
+                out.append(f"cipher suite {self.cipher}, not {CIPHER_SUITE}")
+        return out
+
+    def negotiated(self) -> dict:
+        return {"http_version": self.http_version, "alpn": self.alpn,
+                "tls_version": self.tls_version, "cipher": self.cipher}
+
+
+def tls_context(ca: Path, protocol: str) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(ca))
+    context.set_alpn_protocols(["h2"] if protocol == "h2" else ["http/1.1"])
+    return context
+
+
+def get(url: str, protocol: str, *, ca: Path | None, headers: dict | None = None,
+        timeout: float = 2.0) -> Answer:
+    """GET `url` over `protocol`; ProtocolError when no answer came (with why)."""
+    if protocol in protocols.TLS and ca is None:
+        raise ValueError(f"{protocol} needs the run's CA to verify the certificate")
+    http2 = protocol in protocols.HTTP2
+    verify = tls_context(ca, protocol) if protocol in protocols.TLS else False
+    try:
+        with httpx.Client(http1=not http2, http2=http2, verify=verify, timeout=timeout,
+                          headers=headers or {}) as client:
+            response = client.get(url)
+            stream = response.extensions.get("network_stream")
+            tls = stream.get_extra_info("ssl_object") if stream is not None else None
+            try:
+                body = response.json()
+            except ValueError:
+                body = response.text[:200]
+            return Answer(response.status_code, body, response.http_version,
+                          tls.version() if tls else None, tls.cipher()[0] if tls else None,
+                          tls.selected_alpn_protocol() if tls else None)
+    except (httpx.HTTPError, ssl.SSLError, OSError) as exc:
+        why = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if protocol == "h2" and not isinstance(exc, (ssl.SSLError, httpx.ConnectError)):
+            selected = alpn(url, ca, timeout)
+            if selected != "h2":
+                why = (f"the TLS handshake selected {selected or 'no application protocol'} "
+                       f"where ALPN offered only h2: the endpoint does not speak HTTP/2 "
+                       f"over TLS ({why})")
+        raise ProtocolError(why) from None
+
+
+def alpn(url: str, ca: Path, timeout: float = 2.0) -> str | None:
+    """What a TLS handshake offering only h2 selects at `url`'s host and port (None: the
+    server selected nothing), for the message of a failed h2 request."""
+    parsed = httpx.URL(url)
+    try:
+        with socket.create_connection((parsed.host, parsed.port), timeout=timeout) as raw:
+            with tls_context(ca, "h2").wrap_socket(raw, server_hostname=parsed.host) as tls:
+                return tls.selected_alpn_protocol()
+    except (OSError, ssl.SSLError):
+        return None

@@ -1,0 +1,92 @@
+"""TLS and HTTP/2 for real (bench.core.protocols): the nginx proxy in front of a real
+server terminates each protocol with the run's certificate; its readiness is asked over
+that protocol; h2load loads it and reports what it negotiated. And each fault is caught
+by its own check: a proxy that answers another protocol than the case's (the readiness
+probe), a certificate that has expired (the handshake's verification), a generator that
+negotiated another protocol (the sample)."""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+import pytest
+
+from bench.infra import certs, protocol_probe
+from bench.infra.proxy import ProxyError, running_proxy
+from bench.load.generator import LoadError, LoadRequest
+from bench.load.h2load import H2LOAD
+from tests.integration.test_proxy import NGINX, PROXY_PORT, TOKEN, UPSTREAM_PORT, upstream  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+
+def proxy(tmp_path, protocol, tls, spec=NGINX):
+    return running_proxy(spec, listen_host="127.0.0.1", listen_port=PROXY_PORT,
+                         upstream_host="127.0.0.1", upstream_port=UPSTREAM_PORT, workers=1,
+                         log_path=tmp_path / f"proxy-{protocol}.log", protocol=protocol, tls=tls)
+
+
+@pytest.mark.parametrize("protocol", ["h1-tls", "h2", "h2c"])
+def test_the_proxy_terminates_each_protocol_and_says_what_it_negotiated(upstream, tmp_path,
+                                                                       protocol):
+    tls = certs.make(tmp_path / "tls", ["localhost", "127.0.0.1"])
+    with proxy(tmp_path, protocol, tls) as running:
+        assert running.base_url.startswith("https://" if protocol != "h2c" else "http://")
+        seen = running.negotiated
+        assert seen["http_version"] == ("HTTP/1.1" if protocol == "h1-tls" else "HTTP/2")
+        if protocol != "h2c":
+            assert (seen["tls_version"], seen["cipher"]) == (certs.TLS_VERSION,
+                                                             certs.CIPHER_SUITE)
+            assert seen["alpn"] == ("h2" if protocol == "h2" else "http/1.1")
+        answer = protocol_probe.get(f"{running.base_url}/plain/?param1=a&param2=b&param3=c",
+                                    protocol, ca=tls.ca, headers={"token": TOKEN})
+        assert answer.status == 200 and answer.problems(protocol) == []
+        if protocol in ("h2", "h2c"):
+            request = LoadRequest(test="plain", base_url=running.base_url, connections=2,
+                                  threads=1, duration_s=1, timeout_s=5, seed=1, token=TOKEN,
+                                  protocol=protocol, streams=4)
+            result = H2LOAD.run(request)
+            assert result.summary["requests"] > 0 and result.summary["errors"]["total"] == 0
+            assert result.summary["negotiated"]["protocols"] == [protocol]
+            # every logged response (the log may lack a few the report counted as the
+            # window closed: then the summary says so)
+            logged = result.summary["latency_histogram"]["count"]
+            assert 0 <= result.summary["requests"] - logged <= 2 * 4
+            assert (logged == result.summary["requests"]) != \
+                ("latency_histogram_error" in result.summary)
+            # the same proxy asked for the other HTTP/2: h2load's sample is refused
+            other = dataclasses.replace(request, protocol="h2c" if protocol == "h2" else "h2")
+            with pytest.raises(LoadError, match="negotiated"):
+                H2LOAD.run(other)
+
+
+def test_a_proxy_answering_http1_where_h2_was_asked_is_caught_by_the_probe(upstream,
+                                                                          tmp_path):
+    """A proxy whose TLS socket has no HTTP/2 (nginx's h1-tls listen) as the h2 edge:
+    ALPN offers only h2, the proxy selects none and cannot read the HTTP/2 preface; the
+    probe says so. And an HTTP/1.1 answer where HTTP/2 was asked is named by problems()."""
+    tls = certs.make(tmp_path / "tls", ["localhost", "127.0.0.1"])
+    with proxy(tmp_path, "h1-tls", tls) as running:
+        with pytest.raises(protocol_probe.ProtocolError,
+                           match="selected no application protocol where ALPN offered only h2"):
+            protocol_probe.get(f"{running.base_url}/ping/", "h2", ca=tls.ca)
+        answer = protocol_probe.get(f"{running.base_url}/ping/", "h1-tls", ca=tls.ca)
+        assert answer.problems("h1-tls") == []
+        assert answer.problems("h2") == ["answered over HTTP/1.1, not HTTP/2"]
+
+
+def test_an_expired_certificate_fails_the_handshake_and_the_proxys_readiness(upstream,
+                                                                            tmp_path):
+    tls = certs.make(tmp_path / "tls", ["localhost", "127.0.0.1"], valid_days=1,
+                     now=datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
+    spec = dataclasses.replace(NGINX, ready_timeout=2.0)
+    with pytest.raises(ProxyError, match="certificate has expired"):
+        with proxy(tmp_path, "h2", tls, spec=spec):
+            pass
+
+
+def test_a_proxy_that_does_not_declare_a_protocol_is_refused_before_it_starts(tmp_path):
+    only_h1 = dataclasses.replace(NGINX, protocols=("h1",))
+    with pytest.raises(ProxyError, match="does not terminate h2c"):
+        with proxy(tmp_path, "h2c", None, spec=only_h1):
+            pass
