@@ -4,6 +4,7 @@ Reports go to results/verify-<run id>/verification.json and verification.txt.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from bench.core import protocols
@@ -20,7 +21,16 @@ from bench.verify import verified_server
 def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=None) -> int:
     from bench.infra.proxy import available_proxies
     found = available_proxies()
-    cases = plan(settings, specs, list(found), unavailable=servers_unavailable(specs, hosts))
+    # --protocol: checked over each through the proxy below; the plan's cases (which
+    # variants to verify) are its h1 ones, and no test is measured, so every test may go
+    # with every protocol (a run refuses update user over HTTP/2: h2load cannot send it)
+    wrong = protocols.problems(settings.protocols, [], [], settings.behind,
+                               {name: spec.protocols for name, spec in found.items()},
+                               settings.tls_proxy, [1])
+    if wrong:
+        raise SelectionError(wrong[0])
+    cases = plan(dataclasses.replace(settings, protocols=(protocols.DEFAULT,)), specs,
+                 list(found), unavailable=servers_unavailable(specs, hosts))
     check_proxies(settings, found, hosts)
     proxies = {name: found[name] for name in settings.behind if name != NO_PROXY}
     others = tuple(p for p in settings.protocols if p != protocols.DEFAULT)
