@@ -79,9 +79,9 @@ test-deps:
 
 venv: $(VENV)/.installed
 
-# oha (crates.io) and k6 (Go module proxy), installed now rather than on first use
+# oha (crates.io), k6 and h2spec (Go module proxy), installed now rather than on first use
 tools:
-	@bash scripts/install_oha.sh && bash scripts/install_k6.sh
+	@bash scripts/install_oha.sh && bash scripts/install_k6.sh && bash scripts/install_h2spec.sh
 
 # The harness's own virtualenv, made from the first Python >= 3.11 found
 # (scripts/find_python.sh). No server runs from it: each Python server gets a virtualenv

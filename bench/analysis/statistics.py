@@ -77,6 +77,14 @@ def spread(values: list[float]) -> Spread:
                   ci[0] if ci else None, ci[1] if ci else None)
 
 
+def paired_ratio(a: list[float | None], b: list[float | None]) -> Spread:
+    """B over A, round by round: `a[k]` and `b[k]` were measured in the same interleaved
+    round k (bench.core.plan), so each round's ratio cancels what the round shared (heat,
+    a neighbour's load) and the interval of their median is the interval of the effect.
+    A round where either side has no value is left out."""
+    return spread([y / x for x, y in zip(a, b) if x and y is not None])
+
+
 def is_unstable(s: Spread, threshold: float) -> bool:
     return s.cv is not None and s.cv > threshold
 

@@ -47,7 +47,8 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
             if others:       # --protocol: the contract through the terminating proxy too
                 tls = certs.make(run_dir / "tls", ["localhost", settings.host]) \
                     if any(p in protocols.TLS for p in others) else None
-                over = {"protocols": others, "edge": found[settings.tls_proxy], "tls": tls}
+                over = {"protocols": others, "edge": found[settings.tls_proxy], "tls": tls,
+                        "h2spec_seen": {}}       # h2spec once per proxy and protocol
             unbuilt = {sid: built.reason for sid, built in
                        session.builds([*{v.server.id: v.server for v in variants}.values(),
                                        *proxies.values()], run_dir) if not built.ok}

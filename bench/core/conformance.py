@@ -3,6 +3,8 @@ names in a fixed order, the three verdicts, and the compact cell the tables show
 so that verification and the report (which reads stored JSON only) say the same."""
 from __future__ import annotations
 
+from bench.core.protocols import HTTP2
+
 PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
 
 # name -> what it checks, with the RFC section it follows
@@ -33,10 +35,18 @@ def failed_checks(verdicts: dict) -> list[str]:
 
 def cell(verdicts: dict | None) -> str:
     """"9/9", or "7/9 ✗date,close": passed over applicable, then the failed checks;
-    "-" when no verdicts were recorded (an older run, or --no-verify)."""
+    "-" when no verdicts were recorded (an older run, or --no-verify). A check that is a
+    suite of cases (h2spec: "117/144 ✗h2spec") counts its cases."""
     if not verdicts:
         return "-"
     applicable = [v for v in verdicts.values() if v.get("verdict") != NOT_APPLICABLE]
-    passed = sum(1 for v in applicable if v.get("verdict") == PASS)
+    passed = sum(v["passed"] if "passed" in v else v.get("verdict") == PASS for v in applicable)
+    total = sum(v.get("applicable", 1) for v in applicable)
     failed = failed_checks(verdicts)
-    return f"{passed}/{len(applicable)}" + (f" ✗{','.join(failed)}" if failed else "")
+    return f"{passed}/{total}" + (f" ✗{','.join(failed)}" if failed else "")
+
+
+def endpoint(proxy: str, protocol: str = "h1") -> str:
+    """Where verdicts are kept for a case's endpoint: the proxy's name ("none": the server
+    itself), with "@h2" or "@h2c" over HTTP/2 (h2spec's verdict, bench.verify.h2spec)."""
+    return f"{proxy}@{protocol}" if protocol in HTTP2 else proxy

@@ -103,11 +103,15 @@ class LocalHost:
 
     @staticmethod
     def _stop_and_reap(proc: subprocess.Popen, first: int) -> tuple[int, float]:
-        """`first` signal, then SIGKILL; reap it: (status, cpu seconds)."""
+        """`first` signal, then SIGKILL, to its whole process group (it leads one of its
+        own): a child it started (initdb's bootstrap postgres, a build script's commands)
+        must not outlive it. Reap it: (status, cpu seconds)."""
+        def to_group(sig: int) -> None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)     # the group outlives its leader while members live
         try:
             for sig, wait_s in ((first, 2.0), (signal.SIGKILL, 5.0)):
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(sig)
+                to_group(sig)
                 deadline = time.monotonic() + wait_s
                 while time.monotonic() < deadline:
                     pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
@@ -117,11 +121,11 @@ class LocalHost:
                     time.sleep(0.02)
         finally:
             if proc.returncode is None:   # interrupted again: SIGKILL and reap regardless
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                to_group(signal.SIGKILL)
                 with contextlib.suppress(ChildProcessError):
                     _, status, _ = os.wait4(proc.pid, 0)
                     proc.returncode = os.waitstatus_to_exitcode(status)
+            to_group(signal.SIGKILL)      # whatever of the group outlived its leader
         return proc.returncode if proc.returncode is not None else -9, 0.0
 
     def pin(self, pid: int, cpus: list[int]) -> None:

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.analysis.history import Series  # noqa: E402
 from bench.report.levels import LevelSeries, level_series  # noqa: E402
+from bench.report.protocols import EffectTable, protocol_effects  # noqa: E402
 from bench.report.releases import ReleaseSeries, release_series  # noqa: E402
 from bench.report.sweep import SweepSeries, sweep_series  # noqa: E402
 from bench.report.tables import RateTable, Row, Table, header_sentence, slug  # noqa: E402
@@ -241,6 +242,36 @@ def release_chart(series: ReleaseSeries, doc: dict, path: Path) -> Path:
     return _save_two_panels(fig, (top, bottom), doc, path, bottom_margin=0.18)
 
 
+def protocol_chart(table: EffectTable, doc: dict, path: Path) -> Path | None:
+    """What TLS costs or HTTP/2 gives: each variant's paired req/s share of its h1
+    baseline, with the 95 % interval, around a line at 100 %."""
+    effects = [e for e in table.effects if e.share.median is not None][::-1]
+    if not effects:
+        return None
+    total = 2.4 + 0.3 * len(effects)
+    fig, ax = plt.subplots(figsize=(9, total))
+    shares = [e.share.median * 100 for e in effects]
+    bars = [[(e.share.median - (e.share.ci_low if e.share.ci_low is not None
+                                else e.share.median)) * 100 for e in effects],
+            [((e.share.ci_high if e.share.ci_high is not None else e.share.median)
+              - e.share.median) * 100 for e in effects]]
+    ax.barh(range(len(effects)), shares, xerr=bars, color="#2b6cb0", capsize=3,
+            error_kw={"elinewidth": 1, "ecolor": "#222"})
+    ax.axvline(100, color="#c53030", linewidth=1)
+    ax.set_yticks(range(len(effects)), [f"{e.variant}: {e.protocol} vs {e.against}"
+                                        for e in effects], fontsize=8)
+    for i, value in enumerate(shares):
+        ax.text(value, i, f"  {value:.0f} %", va="center", fontsize=7)
+    ax.set_xlabel("req/s, % of h1's in the same rounds (whiskers: 95 % CI)")
+    ax.set_title(table.title, fontsize=11)
+    ax.margins(x=0.15)
+    fig.subplots_adjust(left=0.38, bottom=1.45 / total, top=1 - 0.45 / total)
+    _caption(fig, header_sentence(doc) + " Red line: as fast as HTTP/1.1 over TCP.")
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
 def _save_two_panels(fig, axes, doc: dict, path: Path, bottom_margin: float) -> Path:
     """req/s above, p99 below (a sweep's or a release sweep's chart): grid, caption, file."""
     for ax in axes:
@@ -261,6 +292,8 @@ def run_charts(tables: list[Table], doc: dict, folder: Path,
     out += [sweep_chart(s, doc, folder / s.chart_name) for s in sweep_series(tables)]
     out += [release_chart(s, doc, folder / s.chart_name)
             for s in release_series(tables, doc.get("settings", {}))]
+    out += [p for t in protocol_effects(doc)
+            if (p := protocol_chart(t, doc, folder / t.chart_name))]
     for table in tables:
         name = slug(table.title)
         for draw, kind in ((throughput_chart, "throughput"), (latency_chart, "latency")):

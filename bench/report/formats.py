@@ -14,7 +14,7 @@ from tabulate import tabulate
 
 from bench.analysis.latency import MERGED
 from bench.core.conformance import cell as conformance_cell
-from bench.report import cost, levels, proxies, releases, sweep
+from bench.report import cost, levels, protocols, proxies, releases, sweep
 from bench.storage.results import VERIFICATION_REPORT
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
     header_sentence
@@ -230,6 +230,7 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
             for line in _series_markdown(series.title, *releases.release_cells(series),
                                          releases.EXPLAINED, series.chart_name)]
     out += proxy_cost_markdown(tables)
+    out += protocol_markdown(doc)
     for table in rates:
         out += rate_markdown(table)
     if "cost" in extra:             # closed-loop and fixed-rate cases alike
@@ -268,6 +269,18 @@ def proxy_cost_markdown(tables: list[Table]) -> list[str]:
         out += [f"## {item.title}", "", tabulate(rows, heads, tablefmt="pipe",
                                                  disable_numparse=True), ""]
     return out + [proxies.PROXY_COST_EXPLAINED, ""] if out else []
+
+
+def protocol_markdown(doc: dict) -> list[str]:
+    """What TLS costs and what HTTP/2 gives, against h1 in the same run; nothing without."""
+    out = []
+    for table in protocols.protocol_effects(doc):
+        out += [f"## {table.title}", "", tabulate(protocols.effect_cells(table)[1],
+                                                  protocols.HEADERS, tablefmt="pipe",
+                                                  disable_numparse=True), "",
+                f"{protocols.EXPLAINED[table.kind]} Chart: charts/{table.chart_name} "
+                f"(written with report.html).", ""]
+    return out
 
 
 def _series_markdown(title: str, heads: list[str], rows: list[list[str]], explained: str,

@@ -11,7 +11,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.core.conformance import CHECKS, PASS
-from bench.report import charts, cost, levels, proxies, releases, sweep
+from bench.report import charts, cost, levels, protocols, proxies, releases, sweep
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
 from bench.storage.results import VERIFICATION_REPORT
@@ -183,6 +183,10 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
     parts += _sweep_html(tables, images)
     parts += _releases_html(tables, doc, images)
     parts += _proxy_cost_html(tables)
+    parts += [line for table in protocols.protocol_effects(doc)
+              for line in _series_html(table.title, *protocols.effect_cells(table),
+                                       protocols.EXPLAINED[table.kind], table.chart_name,
+                                       images)]
     for table in rates:
         parts += _rates_html(table, images)
     parts += cost.cost_html(doc)

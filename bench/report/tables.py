@@ -14,7 +14,7 @@ from bench.analysis import statistics
 from bench.analysis.knee import RatePoint, knee
 from bench.analysis.statistics import Spread
 from bench.core import suite
-from bench.core.conformance import cell as conformance_cell, failed_checks
+from bench.core.conformance import cell as conformance_cell, endpoint, failed_checks
 from bench.core.settings import ALL_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
     NO_DB_TESTS, format_cpu_list
 
@@ -146,7 +146,8 @@ def latency_fields(stats: dict) -> dict:
 def conformance_of(doc: dict, case: dict, proxy: str) -> dict | None:
     """The verdicts verification recorded for the endpoint this case's load hit."""
     key = f"{case['server']}/{case['database']}/{'orm' if case['orm'] else 'raw'}"
-    return ((doc.get("verification") or {}).get(key) or {}).get("conformance", {}).get(proxy)
+    where = endpoint(proxy, case["key"].get("protocol", "h1"))
+    return ((doc.get("verification") or {}).get(key) or {}).get("conformance", {}).get(where)
 
 
 def _table_order(item) -> tuple:

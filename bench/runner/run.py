@@ -107,6 +107,7 @@ class Run:
                 settings.tls_proxy not in wanted:
             wanted.append(settings.tls_proxy)      # terminates what a server does not speak
         self.tls = None                # the run's certificates (bench.infra.certs), made once
+        self.h2spec_seen: dict = {}    # (proxy, protocol) -> h2spec's verdict, run once
         if wanted:
             from bench.infra.proxy import available_proxies
             found = available_proxies()
@@ -313,7 +314,7 @@ class Run:
             return {}
         tls = next((self._certificates(p) for p in others if p in protocols.TLS), None)
         return {"protocols": tuple(others), "edge": self.proxies[self.settings.tls_proxy],
-                "tls": tls}
+                "tls": tls, "h2spec_seen": self.h2spec_seen}
 
     def _certificates(self, protocol: str):
         """The run's CA and server certificate (in its folder), made on first use by a

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench.core.context import RunContext
 from bench.core.plan import Case, databases_needed
+from bench.core.protocols import HTTP2, HTTP2_GENERATOR as H2LOAD
 from bench.core.settings import NO_PROXY
 from bench.infra.environment import git_state
 from bench.infra.host import LOCAL
@@ -22,6 +23,7 @@ from bench.infra.proxy import available_proxies
 from bench.load import LoadError, k6, oha, wrk
 from bench.paths import REPO
 from bench.setup.install import SCRIPTS as INSTALLED_ON_FIRST_USE, install
+from bench.verify import h2spec
 
 INSTALL = "`make setup` installs it"
 
@@ -61,6 +63,10 @@ def tools_needed(context: RunContext, cases: list[Case],
             need["oha"] = "--generator oha (the closed loop)"
         if any(c.load.generator == "k6" for c in cases):
             need["k6"] = "--generator k6"
+        if any(c.load.generator == H2LOAD for c in cases):
+            need["h2load"] = "--protocol h2/h2c (the HTTP/2 load generator)"
+    if context.settings.verify and any(p in HTTP2 for p in context.settings.protocols):
+        need["h2spec"] = "--protocol h2/h2c (HTTP/2 conformance, verified before any load)"
     if context.placement.pinned:
         need["taskset"] = "CPU placement (--server-cpus, --client-cpus, --db-cpus)"
     for spec in {c.variant.server.id: c.variant.server for c in cases}.values():
@@ -181,6 +187,11 @@ def writable(folder: Path) -> str | None:
 
 
 def _present(tool: str, host) -> bool:
+    if tool == "h2spec":           # the set-up's, in the harness's tool folder
+        try:
+            return bool(h2spec.binary())
+        except h2spec.H2specError:
+            return False
     if tool == "k6":
         try:
             k6.require_k6(host)
@@ -200,7 +211,7 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
     client, server = hosts.for_role("client"), hosts.for_role("server")
     for tool, why in tools_needed(context, cases, needs).items():
         # the load generators run on the client's host, everything else on the server's
-        host = client if tool in ("wrk", "oha", "k6") else server
+        host = client if tool in ("wrk", "oha", "k6", H2LOAD, "h2spec") else server
         if tool in INSTALLED_ON_FIRST_USE and host is LOCAL and not _present(tool, host):
             failure = install(tool)            # built lazily, on first use (bench.setup.install)
             if failure:
@@ -214,7 +225,7 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
                 where = f" on {host.name}" if host is not LOCAL else ""
                 found.append(f"{exc}{where} (needed for {why})")
             continue
-        if not host.which(tool):
+        if not _present(tool, host):
             where = f" on {host.name}" if host is not LOCAL else ""
             found.append(f"{hints.get(tool, f'{tool} is not installed (or not on PATH): {INSTALL}')}"
                          f"{where} (needed for {why})")

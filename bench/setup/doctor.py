@@ -69,7 +69,7 @@ def what_setup_would_do(states, setup_plan: plan.SetupPlan) -> list[str]:
         if state != OK and row.source in packages.BUILT_SOURCES:
             how = "cargo install" if row.source == "cargo" else "go install"
             lines.append(f"build {row.tool} with {how} ({', '.join(row.packages)}, "
-                         f"{packages.BUILT_SOURCES[row.source]})")
+                         f"scripts/install_{row.tool}.sh)")
     return lines
 
 

@@ -1,7 +1,7 @@
-"""The tools built from a registry (oha from crates.io, k6 from the Go module proxy) are
-installed when a run or a test first needs them, not at set-up: a `make test` that never
-sends oha's load builds no oha (about 7 minutes of cargo on 2 cores). The install
-scripts stay the one place that knows how (scripts/install_oha.sh, install_k6.sh), and
+"""The tools built from a registry (oha from crates.io, k6 and h2spec from the Go module
+proxy) are installed when a run or a test first needs them, not at set-up: a `make test`
+that never sends oha's load builds no oha (about 7 minutes of cargo on 2 cores). The
+install scripts stay the one place that knows how (scripts/install_<tool>.sh), and
 `make setup`-style installs through them still work by hand.
 
 On this machine only: a remote host gets the tools through its own `make setup`.
@@ -14,7 +14,7 @@ import sys
 
 from bench.paths import CACHE_DIR, REPO
 
-SCRIPTS = {"oha": "install_oha.sh", "k6": "install_k6.sh"}
+SCRIPTS = {"oha": "install_oha.sh", "k6": "install_k6.sh", "h2spec": "install_h2spec.sh"}
 
 
 def install(tool: str) -> str | None:

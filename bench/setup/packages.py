@@ -13,8 +13,9 @@ from bench.paths import REPO
 PACKAGES_FILE = REPO / "setup" / "packages.txt"
 PURPOSES = ("run", "tests", "toolchain")
 SOURCES = ("apt", "cargo", "go", "apt-if-new-enough", "bring")
-# built by their own install scripts (a pinned crate / Go module), never by apt
-BUILT_SOURCES = {"cargo": "scripts/install_oha.sh", "go": "scripts/install_k6.sh"}
+# built by their own install scripts, scripts/install_<tool>.sh (a pinned crate / Go
+# module), never by apt
+BUILT_SOURCES = ("cargo", "go")
 # the minimum of a toolchain is each server's own ([toolchain] in its manifest)
 PER_MANIFEST = "manifests"
 

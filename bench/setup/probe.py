@@ -27,8 +27,9 @@ VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 VERSION_ARGS = {"wrk": ["-v"], "nginx": ["-v"], "sshd": ["-V"], "ip": ["-V"],
                 "go": ["version"], "haproxy": ["-v"], "caddy": ["version"], "k6": ["version"]}
 # tools the set-up builds into the harness's own tool folder (scripts/install_k6.sh's
-# GOBIN), looked for there before PATH: the one the harness runs (bench/load/k6.py)
-TOOL_DIR_TOOLS = ("k6",)
+# GOBIN, install_h2spec.sh's -o), looked for there before PATH: the one the harness runs
+# (bench/load/k6.py, bench/verify/h2spec.py)
+TOOL_DIR_TOOLS = ("k6", "h2spec")
 PROBE_TIMEOUT_S = 10
 
 

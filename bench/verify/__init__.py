@@ -107,7 +107,7 @@ def check_behind(running, proxies: dict, settings, token: str, host, log_path) -
 @contextmanager
 def verified_server(variant, settings, endpoint, log_path, *, token: str, suite: bool,
                     host=None, proxies: dict | None = None, protocols: tuple = (),
-                    edge=None, tls=None, **kwargs):
+                    edge=None, tls=None, h2spec_seen: dict | None = None, **kwargs):
     """A server started and verified, for verification only (a run measures in a start
     of its own, so that what verification sends never warms what is measured). With the
     database suite, the server reaches its database through a `pipelining.Relay`, which
@@ -116,7 +116,8 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
     ProxySpec, a run's `--behind`): HTTP conformance is checked through each as well.
     `protocols` besides h1 (a run's `--protocol`): the contract's answers through `edge`,
     the proxy that terminates each, with the run's certificates `tls`
-    (bench.verify.protocol_checks)."""
+    (bench.verify.protocol_checks); h2spec's verdicts the run has already, per proxy and
+    HTTP/2 protocol, in `h2spec_seen`."""
     from bench.infra.host import LOCAL
     from bench.infra.lifecycle import running_server
     host = host or LOCAL
@@ -134,5 +135,6 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
         if edge is not None and running.verification is not None:
             from bench.verify.protocol_checks import check_protocols
             running.verification.checks += check_protocols(
-                running, edge, list(protocols), settings, token, host, log_path, tls)
+                running, edge, list(protocols), settings, token, host, log_path, tls,
+                h2spec_seen)
         yield running

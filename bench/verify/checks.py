@@ -77,7 +77,9 @@ class Report:
                 per = ", ".join(f"{k} {v}" for k, v in q["per_request"].items())
                 lines.append(f"  queries per request, {test} ({q['method']}): {per}")
         for proxy, verdicts in self.conformance.items():
-            where = "direct" if proxy == "none" else f"behind {proxy}"
+            name, _, over = proxy.partition("@")        # "nginx@h2": over HTTP/2 (h2spec)
+            where = ("direct" if name == "none" else f"behind {name}") + \
+                (f", over {over}" if over else "")
             lines.append(f"  HTTP conformance, {where}: {cell(verdicts)} (warnings, never a failure)")
             lines += [f"    warn {name}: {verdicts[name]['detail']}" for name in failed_checks(verdicts)]
         return "\n".join(lines)

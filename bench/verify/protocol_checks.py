@@ -9,12 +9,20 @@ the upstream port as `check_behind` starts a `--behind` proxy. One check per pro
   without the token (401) and an unknown path (404).
 
 A failure is an error of verification, so a protocol that changes an answer or falls
-back silently never reaches the load.
+back silently never reaches the load. Over HTTP/2, h2spec's conformance suite runs
+against the same endpoint (bench.verify.h2spec): a warning kept with the HTTP/1.1
+conformance verdicts, under "<proxy>@h2" (bench.core.conformance.endpoint), once per
+proxy and protocol in a run (`h2spec_seen`): what it tests is the proxy's HTTP/2, the same
+whichever server is behind it.
 """
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from bench.core import protocols
+from bench.core.conformance import NOT_APPLICABLE, endpoint
 from bench.infra import protocol_probe
+from bench.verify import h2spec
 from bench.verify.checks import Check
 
 PLAIN = "/plain/?param1=a&param2=b%20c&param3=d"
@@ -42,9 +50,29 @@ def compare(direct_url: str, edge_url: str, protocol: str, token: str, ca,
     return out
 
 
+def h2spec_verdict(proxy, edge_name: str, protocol: str, seen: dict | None) -> dict:
+    """h2spec against the running proxy over `protocol` (h2 or h2c), or the verdict this
+    run already has for that proxy and protocol in `seen`."""
+    key = (edge_name, protocol)
+    if seen is not None and key in seen:
+        return seen[key]
+    where = f"{edge_name} over {protocol}"
+    try:
+        url = urlsplit(proxy.base_url)
+        result = h2spec.run(h2spec.binary(), url.hostname, url.port,
+                            tls=protocol in protocols.TLS)
+        verdict = result.verdict(where)
+    except h2spec.H2specError as exc:
+        verdict = {"verdict": NOT_APPLICABLE, "detail": f"h2spec against {where}: {exc}"}
+    if seen is not None:
+        seen[key] = verdict
+    return verdict
+
+
 def check_protocols(running, edge, asked: list[str], settings, token: str, host, log_path,
-                    tls) -> list[Check]:
-    """One Check per protocol besides h1 in `asked`, through the proxy spec `edge`."""
+                    tls, h2spec_seen: dict | None = None) -> list[Check]:
+    """One Check per protocol besides h1 in `asked`, through the proxy spec `edge`; over
+    HTTP/2, h2spec's verdict into the report's conformance."""
     from bench.infra.proxy import running_proxy
     from bench.infra.server import ServerError
     checks = []
@@ -62,6 +90,9 @@ def check_protocols(running, edge, asked: list[str], settings, token: str, host,
                                 tls.ca if tls is not None else None,
                                 server.variant.database)
                 seen = proxy.negotiated or {}
+                if protocol in protocols.HTTP2:
+                    running.verification.conformance[endpoint(edge.name, protocol)] = \
+                        {h2spec.CHECK: h2spec_verdict(proxy, edge.name, protocol, h2spec_seen)}
         except (ServerError, protocol_probe.ProtocolError) as exc:
             checks.append(Check(name, False, f"through the {edge.name} proxy: {str(exc)[:300]}"))
             continue

@@ -97,7 +97,8 @@ def test_oha_rate_shares_stay_of_wrks_maximum():
 
 def test_preflight_needs_oha_for_its_closed_loop_too():
     nginx = manifest.discover()["nginx"]
-    context = SimpleNamespace(placement=SimpleNamespace(pinned=False))
+    context = SimpleNamespace(placement=SimpleNamespace(pinned=False),
+                              settings=SimpleNamespace(verify=True, protocols=("h1",)))
 
     def cases(*params):
         return [Case(Variant(nginx, "none", False), "plain", p) for p in params]
@@ -108,6 +109,19 @@ def test_preflight_needs_oha_for_its_closed_loop_too():
                                                   LoadParams(16, generator="oha", rate="50%")),
                                    FOR_RUN)
     assert rated["oha"].startswith("--rate")
+    assert not {"h2load", "h2spec"} & set(rated)
+
+
+def test_preflight_needs_h2load_for_http2_cases_and_h2spec_to_verify_them():
+    nginx = manifest.discover()["nginx"]
+    h2 = [Case(Variant(nginx, "none", False), "plain",
+               LoadParams(16, generator="h2load", proxy="nginx", protocol="h2"))]
+    for verify in (True, False):
+        context = SimpleNamespace(placement=SimpleNamespace(pinned=False),
+                                  settings=SimpleNamespace(verify=verify, protocols=("h2",)))
+        need = preflight.tools_needed(context, h2, FOR_RUN)
+        assert need["h2load"].startswith("--protocol h2/h2c")
+        assert ("h2spec" in need) == verify        # --no-verify: no conformance to check
 
 
 def test_a_closed_loop_table_names_oha_an_open_model_table_does_not():
