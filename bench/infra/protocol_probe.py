@@ -96,3 +96,33 @@ def alpn(url: str, ca: Path, timeout: float = 2.0) -> str | None:
                 return tls.selected_alpn_protocol()
     except (OSError, ssl.SSLError):
         return None
+
+
+# offered alone by the ALPN refusal check: a protocol no endpoint speaks
+UNSPOKEN = "webbench-unspoken/1"
+
+
+def alpn_refusal(url: str, ca: Path, timeout: float = 2.0) -> tuple[bool, str]:
+    """Whether the endpoint at `url` refuses a TLS handshake whose ALPN offers only a
+    protocol it does not speak, as RFC 7301 §3.2 says it SHALL: with a fatal
+    no_application_protocol alert. (passed, what happened)."""
+    parsed = httpx.URL(url)
+    context = ssl.create_default_context(cafile=str(ca))
+    context.set_alpn_protocols([UNSPOKEN])
+    try:
+        with socket.create_connection((parsed.host, parsed.port), timeout=timeout) as raw:
+            with context.wrap_socket(raw, server_hostname=parsed.host) as tls:
+                selected = tls.selected_alpn_protocol()
+    except ssl.SSLError as exc:
+        # OpenSSL says "tlsv1 alert no application protocol" (reason
+        # TLSV1_ALERT_NO_APPLICATION_PROTOCOL where the build names it)
+        if "NO_APPLICATION_PROTOCOL" in f"{exc.reason} {exc}".upper().replace(" ", "_"):
+            return True, f"offered only {UNSPOKEN} by ALPN: refused with the " \
+                         f"no_application_protocol alert (RFC 7301 §3.2)"
+        return False, f"offered only {UNSPOKEN} by ALPN: the handshake failed, but " \
+                      f"not with the no_application_protocol alert: {str(exc)[:150]}"
+    except OSError as exc:
+        return False, f"no TLS handshake to check ALPN with: {str(exc)[:150]}"
+    return False, (f"offered only {UNSPOKEN} by ALPN, the handshake went on selecting "
+                   f"{selected or 'no protocol'}: RFC 7301 §3.2 says a fatal "
+                   f"no_application_protocol alert")

@@ -6,7 +6,9 @@ the upstream port as `check_behind` starts a `--behind` proxy. One check per pro
   TLS version and cipher suite: bench.infra.protocol_probe);
 - the contract's GET requests answer through it what the server answers directly over
   HTTP/1.1 (status and JSON body): plain, to json, a user by id on a database, a request
-  without the token (401) and an unknown path (404).
+  without the token (401) and an unknown path (404);
+- over TLS, a warning check besides: a handshake offering by ALPN only a protocol nobody
+  speaks is refused with the no_application_protocol alert (RFC 7301 §3.2).
 
 A failure is an error of verification, so a protocol that changes an answer or falls
 back silently never reaches the load. Over HTTP/2, h2spec's conformance suite runs
@@ -90,12 +92,17 @@ def check_protocols(running, edge, asked: list[str], settings, token: str, host,
                                 tls.ca if tls is not None else None,
                                 server.variant.database)
                 seen = proxy.negotiated or {}
+                refused = protocol_probe.alpn_refusal(proxy.base_url, tls.ca) \
+                    if protocol in protocols.TLS else None
                 if protocol in protocols.HTTP2:
                     running.verification.conformance[endpoint(edge.name, protocol)] = \
                         {h2spec.CHECK: h2spec_verdict(proxy, edge.name, protocol, h2spec_seen)}
         except (ServerError, protocol_probe.ProtocolError) as exc:
             checks.append(Check(name, False, f"through the {edge.name} proxy: {str(exc)[:300]}"))
             continue
+        if refused is not None:          # a warning, like HTTP conformance
+            checks.append(Check(f"{name}: ALPN refusal", refused[0],
+                                f"the {edge.name} proxy: {refused[1]}", severity="warning"))
         said = ", ".join(f"{k} {v}" for k, v in seen.items() if v)
         checks.append(Check(name, not wrong, (
             f"through the {edge.name} proxy ({said}): "

@@ -53,6 +53,8 @@ def test_one_server_over_each_protocol_through_the_terminating_proxy(tmp_path):
     for protocol in ("h1-tls", "h2", "h2c"):
         assert checks[f"protocol {protocol}"]["passed"], checks[f"protocol {protocol}"]
     assert "TLS_AES_128_GCM_SHA256" in checks["protocol h2"]["detail"]
+    for protocol in ("h1-tls", "h2"):             # nginx >= 1.21.4 refuses as RFC 7301 says
+        assert checks[f"protocol {protocol}: ALPN refusal"]["passed"]
     # h2spec against the proxy over each HTTP/2, its counts in the h2 rows' conformance
     conformance = doc["verification"]["gin/none/raw"]["conformance"]
     counts = {p: conformance[f"nginx@{p}"]["h2spec"] for p in ("h2", "h2c")}

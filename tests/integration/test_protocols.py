@@ -6,8 +6,12 @@ probe), a certificate that has expired (the handshake's verification), a generat
 negotiated another protocol (the sample)."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import socket
+import ssl
+import threading
 
 import pytest
 
@@ -90,3 +94,38 @@ def test_a_proxy_that_does_not_declare_a_protocol_is_refused_before_it_starts(tm
     with pytest.raises(ProxyError, match="does not terminate h2c"):
         with proxy(tmp_path, "h2c", None, spec=only_h1):
             pass
+
+
+@contextlib.contextmanager
+def lenient_tls_endpoint(tls):
+    """A TLS endpoint speaking h2 by ALPN that goes on without a protocol when the client
+    offers none it speaks (Python's ssl, like OpenSSL's default): what RFC 7301 forbids."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls.cert, tls.key)
+    context.set_alpn_protocols(["h2"])
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        with contextlib.suppress(OSError):
+            conn, _ = listener.accept()
+            with context.wrap_socket(conn, server_side=True) as tls_conn:
+                tls_conn.recv(1)          # until the client closes
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+        thread.join(10)
+
+
+def test_a_handshake_offering_only_an_unspoken_protocol_is_refused_as_rfc_7301_says(
+        upstream, tmp_path):  # noqa: F811
+    tls = certs.make(tmp_path / "tls", ["localhost", "127.0.0.1"])
+    with proxy(tmp_path, "h2", tls) as running:
+        passed, detail = protocol_probe.alpn_refusal(running.base_url, tls.ca)
+    assert passed, detail
+    assert detail.endswith("refused with the no_application_protocol alert (RFC 7301 §3.2)")
+    with lenient_tls_endpoint(tls) as url:
+        passed, detail = protocol_probe.alpn_refusal(url, tls.ca)
+    assert not passed and "the handshake went on selecting no protocol" in detail
