@@ -258,14 +258,16 @@ def protocol_chart(table: EffectTable, doc: dict, path: Path) -> Path | None:
     ax.barh(range(len(effects)), shares, xerr=bars, color="#2b6cb0", capsize=3,
             error_kw={"elinewidth": 1, "ecolor": "#222"})
     ax.axvline(100, color="#c53030", linewidth=1)
-    ax.set_yticks(range(len(effects)), [f"{e.variant}: {e.protocol} vs {e.against}"
-                                        for e in effects], fontsize=8)
-    for i, value in enumerate(shares):
-        ax.text(value, i, f"  {value:.0f} %", va="center", fontsize=7)
-    ax.set_xlabel("req/s, % of h1's in the same rounds (whiskers: 95 % CI)")
+    ax.set_yticks(range(len(effects)), [f"{e.variant}: {e.protocol}" for e in effects],
+                  fontsize=8)
+    for i, (value, e) in enumerate(zip(shares, effects)):
+        right = max(value, (e.share.ci_high or 0) * 100)      # past the whisker, not over it
+        ax.text(right, i, f"  {value:.0f} %", va="center", fontsize=7)
+    against = sorted({e.against for e in effects})
+    ax.set_xlabel(f"req/s, % of {' / '.join(against)} in the same rounds (whiskers: 95 % CI)")
     ax.set_title(table.title, fontsize=11)
     ax.margins(x=0.15)
-    fig.subplots_adjust(left=0.38, bottom=1.45 / total, top=1 - 0.45 / total)
+    fig.subplots_adjust(left=0.42, bottom=1.45 / total, top=1 - 0.45 / total)
     _caption(fig, header_sentence(doc) + " Red line: as fast as HTTP/1.1 over TCP.")
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
