@@ -53,7 +53,8 @@ class H2specResult:
             detail += "; failed: " + "; ".join(self.failed[:8]) + \
                       (f" and {len(self.failed) - 8} more" if len(self.failed) > 8 else "")
         return {"verdict": PASS if not self.failed else FAIL, "detail": detail,
-                "passed": self.passed, "applicable": self.applicable}
+                "passed": self.passed, "applicable": self.applicable,
+                "failed": list(self.failed)}
 
 
 def binary() -> str:

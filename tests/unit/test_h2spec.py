@@ -27,6 +27,7 @@ def test_the_report_of_a_real_run_gives_counts_and_the_failed_cases_by_id():
     assert verdict["detail"].startswith("h2spec 2.2.1 against nginx over h2c: 117 of 144 "
                                         "cases passed (1 skipped); failed: http2/4.2/2 ")
     assert verdict["detail"].endswith("and 19 more")
+    assert verdict["failed"] == result.failed             # all 27, where the detail has 8
 
 
 def test_a_clean_run_passes_and_an_empty_report_is_an_error():
