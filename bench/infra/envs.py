@@ -112,7 +112,10 @@ def _python_key(spec: ServerSpec) -> tuple[str, str]:
 def _overlay_key(spec: ServerSpec) -> str:
     from bench.infra.checkout import code_hash
     wanted = json.dumps(sorted(spec.deps.items()))
-    return hashlib.sha256(f"{code_hash(spec)}\n{wanted}".encode()).hexdigest()[:16]
+    # the copy links its siblings (../_gocommon) in this checkout: another clone's copy
+    # would point into a folder that may be gone (a removed clone broke a Go build)
+    checkout = spec.dir.parent.resolve()
+    return hashlib.sha256(f"{code_hash(spec)}\n{wanted}\n{checkout}".encode()).hexdigest()[:16]
 
 
 def _root(host: Host, name: str) -> str:
