@@ -89,13 +89,19 @@ def get(url: str, protocol: str, *, ca: Path | None, headers: dict | None = None
 def alpn(url: str, ca: Path, timeout: float = 2.0) -> str | None:
     """What a TLS handshake offering only h2 selects at `url`'s host and port (None: the
     server selected nothing), for the message of a failed h2 request."""
-    parsed = httpx.URL(url)
     try:
-        with socket.create_connection((parsed.host, parsed.port), timeout=timeout) as raw:
-            with tls_context(ca, "h2").wrap_socket(raw, server_hostname=parsed.host) as tls:
-                return tls.selected_alpn_protocol()
+        return _handshake(url, tls_context(ca, "h2"), timeout)
     except (OSError, ssl.SSLError):
         return None
+
+
+def _handshake(url: str, context: ssl.SSLContext, timeout: float) -> str | None:
+    """A TLS handshake with `url`'s host and port: the protocol ALPN selected (None: none);
+    ssl.SSLError or OSError when there was no handshake."""
+    parsed = httpx.URL(url)
+    with socket.create_connection((parsed.host, parsed.port), timeout=timeout) as raw:
+        with context.wrap_socket(raw, server_hostname=parsed.host) as tls:
+            return tls.selected_alpn_protocol()
 
 
 # offered alone by the ALPN refusal check: a protocol no endpoint speaks
@@ -106,13 +112,10 @@ def alpn_refusal(url: str, ca: Path, timeout: float = 2.0) -> tuple[bool, str]:
     """Whether the endpoint at `url` refuses a TLS handshake whose ALPN offers only a
     protocol it does not speak, as RFC 7301 §3.2 says it SHALL: with a fatal
     no_application_protocol alert. (passed, what happened)."""
-    parsed = httpx.URL(url)
     context = ssl.create_default_context(cafile=str(ca))
     context.set_alpn_protocols([UNSPOKEN])
     try:
-        with socket.create_connection((parsed.host, parsed.port), timeout=timeout) as raw:
-            with context.wrap_socket(raw, server_hostname=parsed.host) as tls:
-                selected = tls.selected_alpn_protocol()
+        selected = _handshake(url, context, timeout)
     except ssl.SSLError as exc:
         # OpenSSL says "tlsv1 alert no application protocol" (reason
         # TLSV1_ALERT_NO_APPLICATION_PROTOCOL where the build names it)

@@ -104,7 +104,12 @@ def protocol_effects(doc: dict) -> list[EffectTable]:
     connections and connection mode; empty without an ok h1 case beside an ok case of
     another protocol."""
     groups: dict[tuple, dict[str, dict]] = {}
-    for case in statistics.refresh(doc)["cases"]:
+    for case in doc["cases"]:
+        # the stats build_tables refreshed in place (every report builds its tables from
+        # this document first), summarised here only for a document that was not
+        case = {**case, "stats": case.get("stats")
+                or statistics.summarise_case(case["samples"],
+                                             doc["settings"].get("unstable_cv") or 0.10)}
         key = case["key"]
         if key.get("rate") is not None or not _ok(case):
             continue
