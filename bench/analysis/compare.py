@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from math import comb
 
 import numpy as np
-from scipy import stats as scistats
 
 from bench.analysis import comparability, noise, statistics
 from bench.core import suite
@@ -150,6 +149,7 @@ class Comparison:
 def ratio_ci(base: list[float], cand: list[float]) -> tuple[float, float] | None:
     """95 % percentile-bootstrap interval of median(cand) / median(base), resampling the
     two sides independently."""
+    from scipy import stats as scistats   # imported here: see statistics.median_ci
     if len(base) < 2 or len(cand) < 2 or np.median(base) == 0:
         return None
     if len(set(base)) == 1 and len(set(cand)) == 1:
@@ -198,6 +198,7 @@ def decide(change: float, threshold: float, p_value: float | None, weak: bool,
 def figure_change(figure: str, base: list[float], cand: list[float], *, threshold: float,
                   threshold_source: str, alpha: float) -> FigureChange | None:
     """One figure judged from the two sides' per-sample values (None: no values)."""
+    from scipy import stats as scistats   # imported here: see statistics.median_ci
     if not base or not cand:
         return None
     relative = RELATIVE[figure]

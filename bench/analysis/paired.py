@@ -19,7 +19,6 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy import stats as scistats
 
 from bench.analysis.compare import decide
 from bench.analysis.figures import COST, ERROR_RATE, FIGURES, P99, RELATIVE, RPS, \
@@ -125,6 +124,7 @@ def same_version_differences(block: list[tuple[str, float]], logs: bool) -> list
 
 def judge_figure(figure: str, per_block: list[list[tuple[str, float]]], baseline: list[float],
                  candidate: list[float], alpha: float = ALPHA) -> PairedFigure:
+    from scipy import stats as scistats   # imported here: see statistics.median_ci
     logs = RELATIVE[figure]
     diffs = [d for d in (block_difference(b, logs) for b in per_block) if d is not None]
     noise = [d for b in per_block for d in same_version_differences(b, logs)]

@@ -11,7 +11,6 @@ import statistics as pystats
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats as scistats
 
 from bench.analysis import latency as latency_merge
 
@@ -53,6 +52,9 @@ def median_ci(values: list[float], confidence: float = CONFIDENCE) -> tuple[floa
     The percentile method, not BCa: with the 3-10 samples a benchmark affords, BCa's
     jackknife acceleration is degenerate (ties, identical values) and fails, while the
     percentile interval stays defined and is honest about how little 3 samples say."""
+    # imported here, not at the top: scipy.stats costs about a second of CPU to import,
+    # which every command that computes no interval (verify, list, exit 2) would pay
+    from scipy import stats as scistats
     if len(values) < 2:
         return None
     data = np.asarray(values, dtype=float)

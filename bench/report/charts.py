@@ -7,21 +7,25 @@ import math
 import textwrap
 from pathlib import Path
 
-import matplotlib
-import matplotlib.ticker
-
-matplotlib.use("Agg")        # files only: no display, also on a CI runner
-import matplotlib.pyplot as plt  # noqa: E402
-
-from bench.analysis.history import Series  # noqa: E402
-from bench.report.levels import LevelSeries, level_series  # noqa: E402
-from bench.report.protocols import EffectTable, protocol_effects  # noqa: E402
-from bench.report.releases import ReleaseSeries, release_series  # noqa: E402
-from bench.report.sweep import SweepSeries, sweep_series  # noqa: E402
-from bench.report.tables import RateTable, Row, Table, header_sentence, slug  # noqa: E402
+from bench.analysis.history import Series
+from bench.report.levels import LevelSeries, level_series
+from bench.report.protocols import EffectTable, protocol_effects
+from bench.report.releases import ReleaseSeries, release_series
+from bench.report.sweep import SweepSeries, sweep_series
+from bench.report.tables import RateTable, Row, Table, header_sentence, slug
 
 LATENCY_POINTS = (("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99), ("p99_9", 99.9))
 DPI = 110
+
+
+def _subplots(*grid: int, figsize: tuple[float, float], sharex: bool = False):
+    """A figure and its axes, drawn to files only: matplotlib's Figure without pyplot,
+    whose global figure registry (and GUI backend selection) a file needs nothing of.
+    Imported here, not at the top: matplotlib costs a second of CPU to import, which
+    every command that draws no chart (verify, list, a bad option's exit 2) would pay."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*grid, sharex=sharex)
 
 
 def _label(row: Row) -> str:
@@ -42,7 +46,7 @@ def throughput_chart(table: Table, doc: dict, path: Path) -> Path | None:
         return None
     rows = rows[::-1]                       # barh draws bottom-up: best ends on top
     total = 2.4 + 0.3 * len(rows)               # inches: bars + title, axis label, caption
-    fig, ax = plt.subplots(figsize=(9, total))
+    fig, ax = _subplots(figsize=(9, total))
     medians = [r.rps.median for r in rows]
     low = [r.rps.median - (r.rps.ci_low if r.rps.ci_low is not None else r.rps.median)
            for r in rows]
@@ -63,7 +67,6 @@ def throughput_chart(table: Table, doc: dict, path: Path) -> Path | None:
     _caption(fig, header_sentence(doc) + " Grey bars: client-bound (the load generator "
              "limited the figure). ≈: statistical tie with the row above.")
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
@@ -83,7 +86,7 @@ def latency_chart(table: Table, doc: dict, path: Path) -> Path | None:
     rows = [r for r in table.rows if r.ranked]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(9, 5.4))
+    fig, ax = _subplots(figsize=(9, 5.4))
     top = 3.0
     for r in rows:
         if r.latency_curve:
@@ -115,7 +118,6 @@ def latency_chart(table: Table, doc: dict, path: Path) -> Path | None:
     _caption(fig, header_sentence(doc) + " Percentiles as wrk reports them (corrected for "
              "coordinated omission)" + source)
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
@@ -131,7 +133,7 @@ def rate_chart(table: RateTable, doc: dict, path: Path) -> Path | None:
             curves.setdefault(name, []).append(r)
     if not curves:
         return None
-    fig, ax = plt.subplots(figsize=(9, 5.4))
+    fig, ax = _subplots(figsize=(9, 5.4))
     for name, rows in curves.items():
         rows.sort(key=lambda r: r.achieved)
         xs = [r.achieved for r in rows]
@@ -149,7 +151,6 @@ def rate_chart(table: RateTable, doc: dict, path: Path) -> Path | None:
     fig.subplots_adjust(bottom=0.2, top=0.92)
     _caption(fig, header_sentence(doc))
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
@@ -166,7 +167,7 @@ def _medians_and_bars(rows: list[Row]) -> tuple[list[float], list[list[float]]]:
 def level_chart(series: LevelSeries, doc: dict, path: Path) -> Path:
     """Median req/s against n (log scale), a line per server variant, the 95 % interval of
     each median as error bars."""
-    fig, ax = plt.subplots(figsize=(9, 5.4))
+    fig, ax = _subplots(figsize=(9, 5.4))
     for name, rows in series.curves.items():
         medians, bars = _medians_and_bars(rows)
         ax.errorbar([r.n for r in rows], medians, yerr=bars, marker="o", markersize=3,
@@ -182,14 +183,13 @@ def level_chart(series: LevelSeries, doc: dict, path: Path) -> Path:
     fig.subplots_adjust(bottom=0.2, top=0.92)
     _caption(fig, header_sentence(doc) + " Only ok measurements make points.")
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
 def sweep_chart(series: SweepSeries, doc: dict, path: Path) -> Path:
     """A concurrency sweep: median req/s (95 % interval as error bars) above, p99 below,
     both against connections (log scale), a line per server variant."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7.2), sharex=True)
+    fig, (top, bottom) = _subplots(2, 1, figsize=(9, 7.2), sharex=True)
     for name, curve in series.curves.items():
         levels = [c for c, _ in curve]
         medians, bars = _medians_and_bars([r for _, r in curve])
@@ -203,7 +203,8 @@ def sweep_chart(series: SweepSeries, doc: dict, path: Path) -> Path:
     top.legend(fontsize=7, loc="best", ncol=2)
     bottom.set_yscale("log")
     # plain numbers (0.5, 2, 10), not powers of ten: a latency is read, not estimated
-    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    from matplotlib.ticker import FuncFormatter
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
     bottom.yaxis.set_major_formatter(plain)
     bottom.yaxis.set_minor_formatter(plain)
     bottom.set_ylabel("p99 latency (ms, log scale)")
@@ -218,7 +219,7 @@ def release_chart(series: ReleaseSeries, doc: dict, path: Path) -> Path:
     """A release sweep: median req/s (95 % interval as error bars) above, p99 below, both
     against the releases in the order listed, a line per variant; a release with no ok
     row is a gap."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7.2), sharex=True)
+    fig, (top, bottom) = _subplots(2, 1, figsize=(9, 7.2), sharex=True)
     x = list(range(len(series.versions)))
     for variant, by_version in series.rows.items():
         points = [(i, by_version.get(v)) for i, v in enumerate(series.versions)]
@@ -249,7 +250,7 @@ def protocol_chart(table: EffectTable, doc: dict, path: Path) -> Path | None:
     if not effects:
         return None
     total = 2.4 + 0.3 * len(effects)
-    fig, ax = plt.subplots(figsize=(9, total))
+    fig, ax = _subplots(figsize=(9, total))
     shares = [e.share.median * 100 for e in effects]
     bars = [[(e.share.median - (e.share.ci_low if e.share.ci_low is not None
                                 else e.share.median)) * 100 for e in effects],
@@ -270,7 +271,6 @@ def protocol_chart(table: EffectTable, doc: dict, path: Path) -> Path | None:
     fig.subplots_adjust(left=0.42, bottom=1.45 / total, top=1 - 0.45 / total)
     _caption(fig, header_sentence(doc) + " Red line: as fast as HTTP/1.1 over TCP.")
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
@@ -281,7 +281,6 @@ def _save_two_panels(fig, axes, doc: dict, path: Path, bottom_margin: float) -> 
     fig.subplots_adjust(bottom=bottom_margin, top=0.94, hspace=0.08)
     _caption(fig, header_sentence(doc) + " Only ok measurements make points.")
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
@@ -308,7 +307,7 @@ def run_charts(tables: list[Table], doc: dict, folder: Path,
 def history_chart(series: Series, path: Path, machine: str) -> Path:
     """A case's median req/s over the runs, its 95 % interval as a band, change points as
     vertical lines labelled with the relative change."""
-    fig, ax = plt.subplots(figsize=(9, 4.2))
+    fig, ax = _subplots(figsize=(9, 4.2))
     xs = list(range(len(series.points)))
     medians = [p.median for p in series.points]
     lows = [p.ci_low if p.ci_low is not None else p.median for p in series.points]
@@ -331,5 +330,4 @@ def history_chart(series: Series, path: Path, machine: str) -> Path:
     _caption(fig, f"Machine {machine}; comparability key {series.key_id}; {len(xs)} runs; "
                   f"dashed lines: change points (E-divisive, Apache Otava).")
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path

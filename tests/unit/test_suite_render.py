@@ -147,13 +147,13 @@ def test_the_report_embeds_the_level_chart_and_the_speed_up(tmp_path):
 
 def test_the_level_chart_has_a_log_n_axis(tmp_path, monkeypatch):
     seen = {}
-    original = charts.plt.subplots
+    original = charts._subplots
 
     def spy(*args, **kw):
         fig, ax = original(*args, **kw)
         seen["ax"] = ax
         return fig, ax
-    monkeypatch.setattr(charts.plt, "subplots", spy)
+    monkeypatch.setattr(charts, "_subplots", spy)
     (series,) = levels.level_series(tables.build_tables(suite_doc()))
     charts.level_chart(series, suite_doc(), tmp_path / "q.png")
     ax = seen["ax"]
