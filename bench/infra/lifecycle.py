@@ -24,7 +24,8 @@ from bench.infra.signals import shielded
 @dataclass
 class Running:
     server: ServerProcess
-    overhead_s: dict = field(default_factory=dict)   # restore, start_to_ready, stop, total
+    # restore, start_to_ping, start_to_ready, stop, total
+    overhead_s: dict = field(default_factory=dict)
     verification: Any = None                          # what the verifier returned, if any
     settled: Any = None                               # what settle_db returned, if any
     proxy: Any = None                                 # the proxy in front, if any
@@ -81,6 +82,8 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
         running.server.start()
         running.server.wait_ready()
         overhead["start_to_ready"] = round(time.monotonic() - t0, 4)
+        if running.server.ping_s is not None:    # the start-up figure: spawn to /ping/
+            overhead["start_to_ping"] = round(running.server.ping_s, 4)
         if verifier is not None:
             on_phase("verify")
             running.verification = verifier(running.server)

@@ -18,6 +18,7 @@ from bench.infra.db import Endpoint
 from bench.infra.environment import build_env
 from bench.infra.host import LOCAL
 from bench.infra.process_group import ProcessGroup
+from bench.infra.resources import MemoryReading, memory_now
 from bench.infra.seam import Host, HttpUnanswered, ProcessRef
 
 
@@ -189,6 +190,7 @@ def in_use(spec: manifest.ServerSpec, settings: Settings, host: Host = LOCAL):
 # /ping/; a few seconds covers every server here (they take well under one). Past it,
 # readiness stops waiting for a census that does not reach W (the workers check says so).
 WORKERS_SETTLE_S = 5.0
+PING_POLL_S = 0.01         # between two GET /ping/ while a server starts
 
 
 class ServerProcess:
@@ -202,6 +204,12 @@ class ServerProcess:
         self.host = host
         self.spec = variant.server
         self.group: ProcessGroup | None = None     # once started
+        # start-up and memory, what a sample's "cost to run" is made of: seconds from the
+        # spawn to the first /ping/ that answered as this server, and the server tree's
+        # memory once ready, before anyone sent it a request (bench.infra.resources)
+        self.spawned_at: float | None = None
+        self.ping_s: float | None = None
+        self.idle_memory: MemoryReading | None = None
         # W processes, or the threads a threads-scheduling runtime is given
         self.workers = server_workers(self.spec, settings, host)
         self.budget = db_budget(self.spec, settings, variant.database)
@@ -252,6 +260,7 @@ class ServerProcess:
             # in its folder, or a --dep's copy of it (its own node_modules)
             folder = envs.location(self.spec, self.host).dir or \
                 self.host.project_path(self.spec.dir)
+            self.spawned_at = time.monotonic()
             self.group = ProcessGroup.start(
                 self.host, self.command(), cwd=folder,
                 env=self.environment(), log_path=self.host_log or self.log_path,
@@ -273,12 +282,19 @@ class ServerProcess:
         that began then saw a worker "appear". The census is polled until it shows W,
         for at most `settle_s` (bounded by the manifest's ready_timeout) after /ping/
         answered; a server that never shows W is returned as ready all the same, so
-        that verification's workers check reports the count it found."""
+        that verification's workers check reports the count it found.
+
+        Then the tree's memory is read once (`idle_memory`): what the server holds started
+        and ready, before verification or load sends it anything."""
         timeout = timeout or self.spec.ready_timeout
         start = time.monotonic()
         self._wait_ping(start, timeout)
+        if self.spawned_at is not None:
+            self.ping_s = time.monotonic() - self.spawned_at
         self._wait_workers(time.monotonic() + min(settle_s, timeout))
-        return time.monotonic() - start
+        waited = time.monotonic() - start
+        self.idle_memory = memory_now(self.host, self.pids())
+        return waited
 
     def _wait_ping(self, start: float, timeout: float) -> None:
         expected = {"server": self.spec.id, "database": self.variant.database,
@@ -296,7 +312,8 @@ class ServerProcess:
                 last = exc.reason
             except ValueError as exc:
                 last = type(exc).__name__
-            time.sleep(0.05)
+            # the start-up figure's resolution; a refused connection costs microseconds
+            time.sleep(PING_POLL_S)
         self.fetch_log()
         raise ServerError(f"{self.spec.id} was not ready after {timeout:.0f}s (GET /ping/ must "
                           f"answer {expected}; last: {last})", self.log_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.core.conformance import CHECKS, PASS
-from bench.report import charts, cost, levels, protocols, proxies, releases, sweep
+from bench.report import charts, cost, footprint, levels, protocols, proxies, releases, sweep
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
 from bench.storage.results import VERIFICATION_REPORT
@@ -189,7 +189,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
                                        images)]
     for table in rates:
         parts += _rates_html(table, images)
-    parts += cost.cost_html(doc)
+    parts += cost.cost_html(doc) + footprint.footprint_html(doc)
     parts += ["<h2>Verification</h2>", _verification(doc), *_conformance(doc),
               "<h2>Environment</h2>", _environment(doc)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

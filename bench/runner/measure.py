@@ -170,7 +170,9 @@ class Measurer:
             # waited for all W, so a new pid alone is a worker started late
             worker_pids=WorkerPids(before=workers_before, after=self._worker_pids(server)),
             # what really ran: the CPUs the server's first process may use
-            cpus=self.server_host.affinity(server.proc.pid))
+            cpus=self.server_host.affinity(server.proc.pid),
+            memory_idle_mb=server.idle_memory.mb if server.idle_memory else None,
+            memory_idle_kind=server.idle_memory.kind if server.idle_memory else None)
 
     def _burst(self, sample: Sample, running: Running) -> BurstRecord:
         """New connections after the window (Connection: close, the case's connection

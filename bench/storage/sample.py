@@ -77,6 +77,8 @@ class ServerProcessRecord(Record):
     client_connections: dict | None = optional()   # where the client's connections were
     worker_pids: WorkerPids | None = optional()
     cpus: list[int] | None = optional()    # the CPUs its first process could use
+    memory_idle_mb: float | None = optional()      # its tree's memory once ready, unloaded
+    memory_idle_kind: str | None = optional()      # pss (else uss / rss), as in resources
 
 
 @dataclass(kw_only=True, slots=True)

@@ -1,0 +1,73 @@
+"""What a server costs to run, per case, from its stored samples: how long it takes to
+start, what memory it holds idle and under load, and what it gives per GiB and per
+CPU-second. Pure: numbers in, numbers out (rendered by bench.report.footprint).
+
+Every sample starts its server anew (samples are interleaved), so a case of N samples
+holds N cold starts; only ok samples count, as in every other figure of a case.
+"""
+from __future__ import annotations
+
+import statistics as pystats
+from dataclasses import dataclass
+
+from bench.storage import results
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The median of some samples' values, with their range."""
+    median: float
+    low: float
+    high: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Footprint:
+    start_to_ping_s: Spread | None      # spawn to the first /ping/ answered as the server
+    start_to_ready_s: Spread | None     # ... and every worker of W counted
+    idle_mb: Spread | None              # the tree's memory once ready, before any request
+    load_mean_mb: float | None          # median over samples of the window's mean
+    load_peak_mb: float | None          # the highest reading of any sample's window
+    memory_kind: str | None             # pss, else uss / rss
+    requests_per_sec: float | None      # the case's median
+    requests_per_sec_per_gib: float | None     # req/s over the peak under load
+    requests_per_cpu_s: float | None    # requests answered per second of server CPU
+
+
+def spread(values: list[float]) -> Spread | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return Spread(pystats.median(values), min(values), max(values), len(values))
+
+
+def case_footprint(case: dict) -> Footprint | None:
+    """The footprint of a case with derived stats (bench.analysis.statistics.refresh);
+    None when no ok sample has a start-up or memory figure (runs stored before either
+    was measured)."""
+    ok = [s for s in case.get("samples", []) if s.get("status") == results.OK]
+    process = [s.get("server_process") or {} for s in ok]
+    server = [(s.get("resources") or {}).get("server") or {} for s in ok]
+    ping = spread([(s.get("overhead_s") or {}).get("start_to_ping") for s in ok])
+    idle = spread([p.get("memory_idle_mb") for p in process])
+    means = [r.get("memory_mean_mb") for r in server if r.get("memory_mean_mb") is not None]
+    peaks = [r.get("memory_peak_mb") for r in server if r.get("memory_peak_mb") is not None]
+    if ping is None and idle is None and not peaks:
+        return None
+    stats = case.get("stats") or {}
+    rps = (stats.get("requests_per_sec") or {}).get("median")
+    peak = max(peaks) if peaks else None
+    kinds = sorted({k for k in [p.get("memory_idle_kind") for p in process]
+                    + [r.get("memory_kind") for r in server] if k})
+    return Footprint(
+        start_to_ping_s=ping,
+        start_to_ready_s=spread([(s.get("overhead_s") or {}).get("start_to_ready")
+                                 for s in ok]),
+        idle_mb=idle,
+        load_mean_mb=pystats.median(means) if means else None,
+        load_peak_mb=peak,
+        memory_kind="/".join(kinds) or None,
+        requests_per_sec=rps,
+        requests_per_sec_per_gib=rps / (peak / 1024) if rps is not None and peak else None,
+        requests_per_cpu_s=(stats.get("resources") or {}).get("requests_per_server_cpu_s"))

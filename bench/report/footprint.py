@@ -1,0 +1,82 @@
+"""The "cost to run" table: per case, how long its server took to start, the memory it
+held idle and under load, and what it answered per GiB of that memory and per second of
+its CPU (bench.analysis.footprint). Reads the stored figures only; a run stored before
+start-up and idle memory were measured shows what it has, "-" for the rest."""
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from bench.analysis import footprint, statistics
+from bench.analysis.footprint import Spread
+
+HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
+           "to ready ms", "idle MiB", "under load MiB (mean / peak)", "req/s per GiB",
+           "requests per CPU-s", "memory"]
+EXPLAINED = (
+    "Start-up: from the harness's spawn of the server to the first GET /ping/ it answered "
+    "as itself (polled every 10 ms), the median [lowest-highest] of the case's samples: "
+    "every sample starts its server anew, so each is a cold start; to ready: until the "
+    "census counted all W workers too. Memory: the server's whole process tree, PSS "
+    "(each page shared by several processes split between them) from "
+    "/proc/<pid>/smaps_rollup, read by psutil; idle: once ready, before verification or "
+    "load sent it anything; under load: read once a second in the measured window, the "
+    "median of the samples' means and the highest reading. It is the processes' own "
+    "memory (anonymous and mapped files they touched); the kernel's socket buffers and "
+    "page cache are not in it. req/s per GiB: the median req/s over the peak; requests "
+    "per CPU-s: requests answered per second of the server's CPU (its cgroup where it "
+    "has one, else the sampled /proc figures).")
+
+
+def _ms(value: Spread | None) -> str:
+    if value is None:
+        return "-"
+    text = f"{value.median * 1000:,.0f}"
+    if value.n > 1:
+        text += f" [{value.low * 1000:,.0f}-{value.high * 1000:,.0f}]"
+    return text
+
+
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def footprint_rows(doc: dict) -> list[list[str]]:
+    rows = []
+    for case in doc["cases"]:
+        # the stats build_tables refreshed in place (a report builds its tables from this
+        # document first), summarised here only for a document that was not
+        if not case.get("stats"):
+            case = {**case, "stats": statistics.summarise_case(
+                case["samples"], doc["settings"].get("unstable_cv") or 0.10)}
+        fp = footprint.case_footprint(case)
+        if fp is None:
+            continue
+        idle = "-" if fp.idle_mb is None else _mb(fp.idle_mb.median)
+        rows.append([case["test"], case["server"], case["database"],
+                     "orm" if case.get("orm") else "raw", _num(fp.requests_per_sec),
+                     _ms(fp.start_to_ping_s), _ms(fp.start_to_ready_s), idle,
+                     f"{_mb(fp.load_mean_mb)} / {_mb(fp.load_peak_mb)}",
+                     _num(fp.requests_per_sec_per_gib), _num(fp.requests_per_cpu_s),
+                     fp.memory_kind or "-"])
+    return rows
+
+
+def footprint_markdown(doc: dict) -> list[str]:
+    rows = footprint_rows(doc)
+    if not rows:
+        return []
+    return ["## cost to run", "", tabulate(rows, HEADERS, tablefmt="pipe",
+                                           disable_numparse=True), "", EXPLAINED, ""]
+
+
+def footprint_html(doc: dict) -> list[str]:
+    rows = footprint_rows(doc)
+    if not rows:
+        return []
+    return ['<h2 id="cost_to_run">cost to run</h2>',
+            tabulate(rows, HEADERS, tablefmt="html", disable_numparse=True),
+            f'<p class="caption">{EXPLAINED}</p>']

@@ -1,0 +1,66 @@
+"""The "cost to run" figures against a server of known footprint: known_footprint is the
+tunable_cost fixture (the same code) that sleeps 2 s before it listens, holds 200 MiB
+from its start and 1 MiB more per open connection. Measured beside tunable_cost in one
+run, the differences are those numbers: the interpreter's own start-up and memory, the
+same in both, cancel."""
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from bench.paths import REPO
+from bench.storage import results
+from tests.e2e.test_run_bench import FIXTURES, PORTS, only_run, run_bench
+
+# start-up is wall time: judged alone, in the serial phase
+pytestmark = [pytest.mark.e2e, pytest.mark.measure]
+CONNECTIONS = 32
+SAMPLES = 3
+
+
+def figures(case: dict) -> dict:
+    ok = [s for s in case["samples"] if s["status"] == results.OK]
+    assert len(ok) == SAMPLES, case["reason"]
+    median = lambda values: statistics.median(values)  # noqa: E731
+    return {
+        "start": median([s["overhead_s"]["start_to_ping"] for s in ok]),
+        "idle": median([s["server_process"]["memory_idle_mb"] for s in ok]),
+        # under load, above its own idle memory: what the open connections hold
+        "load": median([s["resources"]["server"]["memory_mean_mb"]
+                        - s["server_process"]["memory_idle_mb"] for s in ok]),
+        "kinds": {s["server_process"]["memory_idle_kind"] for s in ok}
+                 | {s["resources"]["server"]["memory_kind"] for s in ok},
+    }
+
+
+def test_a_known_footprint_shows_in_the_start_up_and_memory_figures(tmp_path):
+    out = run_bench("--servers", "tunable_cost,known_footprint", "--servers-dir",
+                    str(FIXTURES), "--tests", "plain", "--no-ceiling", "--repeat", str(SAMPLES),
+                    "--duration", "2", "--warmup", "0.5", "--connections", str(CONNECTIONS),
+                    "--threads", "1", "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    cases = {c["server"]: c for c in only_run(tmp_path)["cases"]}
+    known, base = figures(cases["known_footprint"]), figures(cases["tunable_cost"])
+    assert known["kinds"] == base["kinds"] == {"pss"}
+    # the 2 s sleep and the 200 MiB memset before it (2.22 s more, measured on 2 cores),
+    # give or take the interpreter's start varying between the two
+    assert 1.9 <= known["start"] - base["start"] <= 2.6, (known, base)
+    assert 2.0 <= known["start"] <= 3.5, known
+    # 200 MiB idle and 1 MiB per connection under load, each within 10 %
+    assert 180 <= known["idle"] - base["idle"] <= 220, (known, base)
+    assert 0.9 * CONNECTIONS <= known["load"] - base["load"] <= 1.1 * CONNECTIONS, (known, base)
+
+    tables = subprocess.run([sys.executable, "create_markdown_tables.py", "--columns", "cost",
+                             str(results.latest_run(tmp_path))],
+                            cwd=REPO, capture_output=True, text=True)
+    assert tables.returncode == 0, tables.stderr
+    section = tables.stdout.split("## cost to run", 1)[1]
+    row = next(line for line in section.splitlines() if "known_footprint" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert 2000 <= int(cells[5].split()[0].replace(",", "")) <= 3500, row   # start-up, ms
+    assert cells[-1] == "pss"
+    page = (results.latest_run(tmp_path) / "report.html").read_text()
+    assert 'id="cost_to_run"' in page and "known_footprint" in page

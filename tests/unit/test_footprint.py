@@ -1,0 +1,57 @@
+"""The "cost to run" figures from stored samples alone (bench.analysis.footprint) and
+their table (bench.report.footprint): numbers in, numbers and text out."""
+from __future__ import annotations
+
+import pytest
+
+from bench.analysis.footprint import Spread, case_footprint
+from bench.report import footprint
+
+
+def sample(start: float | None, idle: float | None, mean: float, peak: float,
+           status: str = "ok", requests: int = 10_000, cpu_s: float = 2.0) -> dict:
+    return {"status": status, "summary": {"requests": requests},
+            "overhead_s": {"start_to_ready": (start or 0) + 0.1,
+                           **({"start_to_ping": start} if start is not None else {})},
+            "server_process": {"memory_idle_mb": idle, "memory_idle_kind": "pss"},
+            "resources": {"server": {"memory_mean_mb": mean, "memory_peak_mb": peak,
+                                     "memory_kind": "pss", "cpu_s": cpu_s}}}
+
+
+def case(*samples: dict, rps: float = 5000.0, per_cpu: float = 5000.0) -> dict:
+    return {"id": "s/none/raw/plain@c32", "server": "s", "database": "none", "orm": False,
+            "test": "plain", "samples": list(samples),
+            "stats": {"requests_per_sec": {"median": rps},
+                      "resources": {"requests_per_server_cpu_s": per_cpu}}}
+
+
+def test_medians_ranges_and_the_peak_of_the_ok_samples_only():
+    fp = case_footprint(case(sample(0.2, 100.0, 130.0, 140.0),
+                             sample(0.4, 102.0, 131.0, 150.0),
+                             sample(0.3, 101.0, 129.0, 145.0),
+                             sample(9.0, 900.0, 900.0, 999.0, status="failed")))
+    assert fp.start_to_ping_s == Spread(0.3, 0.2, 0.4, 3)
+    assert fp.start_to_ready_s.median == pytest.approx(0.4)
+    assert fp.idle_mb == Spread(101.0, 100.0, 102.0, 3)
+    assert fp.load_mean_mb == 130.0 and fp.load_peak_mb == 150.0     # the failed one: out
+    assert fp.memory_kind == "pss"
+    assert fp.requests_per_sec_per_gib == pytest.approx(5000 / (150 / 1024))
+    assert fp.requests_per_cpu_s == 5000.0
+
+
+def test_a_run_stored_before_start_up_and_idle_memory_keeps_what_it_has():
+    old = sample(None, None, 50.0, 60.0)
+    old["server_process"] = {"workers": 1}
+    fp = case_footprint(case(old))
+    assert fp.start_to_ping_s is None and fp.idle_mb is None and fp.load_peak_mb == 60.0
+    nothing = sample(None, None, 0, 0)
+    nothing["server_process"], nothing["resources"] = {}, {}
+    assert case_footprint(case(nothing)) is None
+
+
+def test_the_table_row_says_each_figure_with_its_unit():
+    doc_case = case(sample(0.25, 100.0, 130.0, 150.0), sample(0.35, 102.0, 132.0, 140.0))
+    rows = footprint.footprint_rows({"cases": [doc_case]})
+    assert rows == [["plain", "s", "none", "raw", "5,000", "300 [250-350]", "400 [350-450]",
+                     "101.0", "131.0 / 150.0", "34,133", "5,000", "pss"]]
+    assert footprint.footprint_markdown({"cases": []}) == []
