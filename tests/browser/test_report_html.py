@@ -49,8 +49,9 @@ def test_report_opens_from_disk_with_every_table_and_chart(browser, tmp_path):
     headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
     assert headings[:3] == ["get user", "plain", "to json"]
     assert "Verification" in headings and "Environment" in headings
+    assert "cost to run" in headings                       # the samples' memory figures
     page_tables = browser.find_elements(By.TAG_NAME, "table")
-    assert len(page_tables) == 3 + 1                       # one per test + verification
+    assert len(page_tables) == 3 + 1 + 1       # one per test, cost to run, verification
     assert "9,000 ±" in page_tables[0].text and "verification failed" in page_tables[0].text
     # text from the results is escaped, never run
     assert "<script>alert(1)</script>" in page_tables[0].text

@@ -18,7 +18,7 @@ from tests.e2e.test_run_bench import FIXTURES, PORTS, only_run, run_bench
 # start-up is wall time: judged alone, in the serial phase
 pytestmark = [pytest.mark.e2e, pytest.mark.measure]
 CONNECTIONS = 32
-SAMPLES = 3
+SAMPLES = 2
 
 
 def figures(case: dict) -> dict:
@@ -39,7 +39,7 @@ def figures(case: dict) -> dict:
 def test_a_known_footprint_shows_in_the_start_up_and_memory_figures(tmp_path):
     out = run_bench("--servers", "tunable_cost,known_footprint", "--servers-dir",
                     str(FIXTURES), "--tests", "plain", "--no-ceiling", "--repeat", str(SAMPLES),
-                    "--duration", "2", "--warmup", "0.5", "--connections", str(CONNECTIONS),
+                    "--duration", "1.5", "--warmup", "0.5", "--connections", str(CONNECTIONS),
                     "--threads", "1", "--results-dir", str(tmp_path), *PORTS)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     cases = {c["server"]: c for c in only_run(tmp_path)["cases"]}
