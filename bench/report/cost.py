@@ -71,18 +71,27 @@ def cost_rows(doc: dict) -> list[list[str]]:
     return rows
 
 
-def cost_markdown(doc: dict) -> list[str]:
-    rows = cost_rows(doc)
+def section_markdown(title: str, rows: list[list[str]], headers: list[str],
+                     explained: str) -> list[str]:
+    """A table of the run as a whole (cost per request, cost to run): nothing without rows."""
     if not rows:
         return []
-    return ["## cost per request", "", tabulate(rows, HEADERS, tablefmt="pipe",
-                                                disable_numparse=True), "", EXPLAINED, ""]
+    return [f"## {title}", "", tabulate(rows, headers, tablefmt="pipe",
+                                        disable_numparse=True), "", explained, ""]
+
+
+def section_html(title: str, rows: list[list[str]], headers: list[str],
+                 explained: str) -> list[str]:
+    if not rows:
+        return []
+    return [f'<h2 id="{title.replace(" ", "_")}">{title}</h2>',
+            tabulate(rows, headers, tablefmt="html", disable_numparse=True),
+            f'<p class="caption">{explained}</p>']
+
+
+def cost_markdown(doc: dict) -> list[str]:
+    return section_markdown("cost per request", cost_rows(doc), HEADERS, EXPLAINED)
 
 
 def cost_html(doc: dict) -> list[str]:
-    rows = cost_rows(doc)
-    if not rows:
-        return []
-    return ['<h2 id="cost_per_request">cost per request</h2>',
-            tabulate(rows, HEADERS, tablefmt="html", disable_numparse=True),
-            f'<p class="caption">{EXPLAINED}</p>']
+    return section_html("cost per request", cost_rows(doc), HEADERS, EXPLAINED)

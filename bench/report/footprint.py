@@ -4,10 +4,9 @@ its CPU (bench.analysis.footprint). Reads the stored figures only; a run stored 
 start-up and idle memory were measured shows what it has, "-" for the rest."""
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from bench.analysis import footprint, statistics
 from bench.analysis.footprint import Spread
+from bench.report.cost import section_markdown, section_html
 
 HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
            "to ready ms", "idle MiB", "under load MiB (mean / peak)", "req/s per GiB",
@@ -66,17 +65,8 @@ def footprint_rows(doc: dict) -> list[list[str]]:
 
 
 def footprint_markdown(doc: dict) -> list[str]:
-    rows = footprint_rows(doc)
-    if not rows:
-        return []
-    return ["## cost to run", "", tabulate(rows, HEADERS, tablefmt="pipe",
-                                           disable_numparse=True), "", EXPLAINED, ""]
+    return section_markdown("cost to run", footprint_rows(doc), HEADERS, EXPLAINED)
 
 
 def footprint_html(doc: dict) -> list[str]:
-    rows = footprint_rows(doc)
-    if not rows:
-        return []
-    return ['<h2 id="cost_to_run">cost to run</h2>',
-            tabulate(rows, HEADERS, tablefmt="html", disable_numparse=True),
-            f'<p class="caption">{EXPLAINED}</p>']
+    return section_html("cost to run", footprint_rows(doc), HEADERS, EXPLAINED)
