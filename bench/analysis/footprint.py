@@ -48,24 +48,23 @@ def case_footprint(case: dict) -> Footprint | None:
     was measured)."""
     ok = [s for s in case.get("samples", []) if s.get("status") == results.OK]
     process = [s.get("server_process") or {} for s in ok]
-    server = [(s.get("resources") or {}).get("server") or {} for s in ok]
     ping = spread([(s.get("overhead_s") or {}).get("start_to_ping") for s in ok])
     idle = spread([p.get("memory_idle_mb") for p in process])
-    means = [r.get("memory_mean_mb") for r in server if r.get("memory_mean_mb") is not None]
-    peaks = [r.get("memory_peak_mb") for r in server if r.get("memory_peak_mb") is not None]
-    if ping is None and idle is None and not peaks:
-        return None
     stats = case.get("stats") or {}
+    # under load: the case's resource summary (median of the windows' means, their peak)
+    loaded = (stats.get("resources") or {}).get("server") or {}
+    peak = loaded.get("memory_peak_mb")
+    if ping is None and idle is None and peak is None:
+        return None
     rps = (stats.get("requests_per_sec") or {}).get("median")
-    peak = max(peaks) if peaks else None
     kinds = sorted({k for k in [p.get("memory_idle_kind") for p in process]
-                    + [r.get("memory_kind") for r in server] if k})
+                    + [loaded.get("memory_kind")] if k})
     return Footprint(
         start_to_ping_s=ping,
         start_to_ready_s=spread([(s.get("overhead_s") or {}).get("start_to_ready")
                                  for s in ok]),
         idle_mb=idle,
-        load_mean_mb=pystats.median(means) if means else None,
+        load_mean_mb=loaded.get("memory_mb"),
         load_peak_mb=peak,
         memory_kind="/".join(kinds) or None,
         requests_per_sec=rps,

@@ -32,7 +32,6 @@ class MemoryReading:
     or uss / rss where PSS is unreadable; several kinds joined by "/")."""
     mb: float
     kind: str
-    processes: int
 
 
 def memory_now(host: Host, pids: list[int]) -> MemoryReading | None:
@@ -47,7 +46,7 @@ def memory_now(host: Host, pids: list[int]) -> MemoryReading | None:
     if not figures:
         return None
     return MemoryReading(round(sum(f.memory_mb for f in figures), 1),
-                         "/".join(sorted({f.memory_kind for f in figures})), len(figures))
+                         "/".join(sorted({f.memory_kind for f in figures})))
 
 
 @dataclass

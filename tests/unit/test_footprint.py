@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.analysis import statistics
 from bench.analysis.footprint import Spread, case_footprint
 from bench.report import footprint
 
@@ -19,10 +20,14 @@ def sample(start: float | None, idle: float | None, mean: float, peak: float,
 
 
 def case(*samples: dict, rps: float = 5000.0, per_cpu: float = 5000.0) -> dict:
+    ok = [s for s in samples if s["status"] == "ok"]
     return {"id": "s/none/raw/plain@c32", "server": "s", "database": "none", "orm": False,
             "test": "plain", "samples": list(samples),
+            # what bench.analysis.statistics.resource_summary derives from the ok samples
             "stats": {"requests_per_sec": {"median": rps},
-                      "resources": {"requests_per_server_cpu_s": per_cpu}}}
+                      "resources": {"requests_per_server_cpu_s": per_cpu,
+                                    **({"server": statistics.resource_summary(ok)["server"]}
+                                       if any(s["resources"] for s in ok) else {})}}}
 
 
 def test_medians_ranges_and_the_peak_of_the_ok_samples_only():
