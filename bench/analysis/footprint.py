@@ -33,6 +33,10 @@ class Footprint:
     requests_per_sec: float | None      # the case's median
     requests_per_sec_per_gib: float | None     # req/s over the peak under load
     requests_per_cpu_s: float | None    # requests answered per second of server CPU
+    # the memory's parts, medians over the ok samples (None where not measured):
+    load_split_mb: dict | None = None   # under load: PSS's anon / file / shmem
+    cap_split_mb: dict | None = None    # --server-memory: the cgroup's anon / file / sock /
+    cap_kind: str | None = None         # kernel at the window's end, and the cap's kind
 
 
 def spread(values: list[float]) -> Spread | None:
@@ -40,6 +44,16 @@ def spread(values: list[float]) -> Spread | None:
     if not values:
         return None
     return Spread(pystats.median(values), min(values), max(values), len(values))
+
+
+def median_parts(parts: list[dict | None], names: tuple[str, ...]) -> dict | None:
+    """Each named part's median over the dicts that have it; None when none has any."""
+    out = {}
+    for name in names:
+        values = [p[name] for p in parts if p and p.get(name) is not None]
+        if values:
+            out[name] = pystats.median(values)
+    return out or None
 
 
 def case_footprint(case: dict) -> Footprint | None:
@@ -59,7 +73,14 @@ def case_footprint(case: dict) -> Footprint | None:
     rps = (stats.get("requests_per_sec") or {}).get("median")
     kinds = sorted({k for k in [p.get("memory_idle_kind") for p in process]
                     + [loaded.get("memory_kind")] if k})
+    caps = [p.get("memory_cap") for p in process if p.get("memory_cap")]
     return Footprint(
+        load_split_mb=median_parts([(s.get("resources") or {}).get("server", {})
+                                    .get("memory_split_mb") for s in ok],
+                                   ("anon", "file", "shmem")),
+        cap_split_mb=median_parts([{k.removesuffix("_mb"): v for k, v in c.items()}
+                                   for c in caps], ("anon", "file", "sock", "kernel")),
+        cap_kind=caps[0]["kind"] if caps else None,
         start_to_ping_s=ping,
         start_to_ready_s=spread([(s.get("overhead_s") or {}).get("start_to_ready")
                                  for s in ok]),

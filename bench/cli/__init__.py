@@ -209,11 +209,11 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
 
 def clean_up_after_dead_runs() -> None:
     """Before this invocation starts anything: what a harness killed with SIGKILL left."""
-    from bench.infra import cgroups, state
+    from bench.infra import cgroups, memory_cap, state
     from bench.infra.host import LOCAL
     for message in state.reap():
         print(message, file=sys.stderr, flush=True)
-    for folder in cgroups.remove_leftovers(LOCAL):
+    for folder in cgroups.remove_leftovers(LOCAL) + memory_cap.remove_leftovers(LOCAL):
         print(f"removed the cgroup {folder} a killed harness left", file=sys.stderr, flush=True)
 
 

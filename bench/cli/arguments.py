@@ -203,6 +203,11 @@ def add_modes(p: argparse.ArgumentParser) -> None:
                        ("client", "the load generator"), ("db", "the database servers")):
         g.add_argument(f"--{side}-cpus", default=None, metavar="LIST",
                        help=f"pin {what} to these CPUs (a Linux CPU list such as 0-3,8)")
+    g.add_argument("--server-memory", default=None, metavar="SIZE",
+                   help="cap every server's memory (its whole process tree) at SIZE, e.g. "
+                        "512M or 2G (binary units): a cgroup's memory.max, or v1's "
+                        "memory.limit_in_bytes; a server the kernel kills for it fails "
+                        "that sample, and the run goes on")
     g.add_argument("--rate", dest="rates", type=csv_list, default=None, metavar="R[,R...]",
                    help="latency at fixed request rates (open model, oha): shares of each "
                         "case's measured maximum (25%%,50%%,90%%) or absolute req/s")

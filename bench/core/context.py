@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench.core.settings import RELAY_PORT_OFFSET, Settings, default_threads, parse_cpu_list
+from bench.core.placement import parse_cpu_list, parse_memory_mb
+from bench.core.settings import RELAY_PORT_OFFSET, Settings, default_threads
 
 SIDES = ("server", "client", "db")
 
@@ -79,11 +80,13 @@ class ServerLaunch:
     db_connections: int                  # the budget split over its processes
     server_cpus: tuple[int, ...] | None = None
     runtime_threads: str = "cpus"        # what W means for a threads-scheduling runtime
+    server_memory_mb: float | None = None    # the cap on its memory (None = none)
 
     @classmethod
     def of(cls, s: Settings, host: str | None = None) -> "ServerLaunch":
         return cls(host or s.host, s.port, s.token, s.workers, s.db_connections,
-                   _cpu_tuple(s.server_cpus, "server"), s.runtime_threads)
+                   _cpu_tuple(s.server_cpus, "server"), s.runtime_threads,
+                   None if s.server_memory is None else parse_memory_mb(s.server_memory))
 
     @property
     def upstream_port(self) -> int:

@@ -11,6 +11,10 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from bench.core import protocols, proxyspec, suite
+from bench.core.errors import SelectionError
+# the CPU lists and memory caps each role runs under (what existing importers expect here)
+from bench.core.placement import (format_cpu_list, parse_cpu_list, parse_memory_mb,  # noqa: F401
+                                  validate_placement)
 from bench.core.manifest import KNOWN_DATABASES
 from bench.paths import REPO
 
@@ -26,10 +30,6 @@ CONNECTION_MODES = ("keep-alive", "close")
 NO_PROXY = "none"
 # verification's pipelining relay listens next to the server's port and its upstream one
 RELAY_PORT_OFFSET = 2
-
-
-class SelectionError(ValueError):
-    """An unknown name or an impossible setting; the message names the flag and what is valid."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,8 @@ class Settings:
     server_cpus: str | None = None
     client_cpus: str | None = None
     db_cpus: str | None = None
+    # a memory cap on every server process ("512M", "2G"; bench.infra.memory_cap); None = none
+    server_memory: str | None = None
     # open-model points: "50%" of the case's measured maximum req/s, or absolute req/s
     rates: tuple[str, ...] = ()
     # the load generators (--generator): each runs the models it can (wrk the closed
@@ -232,6 +234,11 @@ class Settings:
         """The CPUs `side` ("server", "client" or "db") is pinned to; None = not pinned."""
         text = getattr(self, f"{side}_cpus")
         return None if text is None else parse_cpu_list(text, f"--{side}-cpus")
+
+    @property
+    def server_memory_mb(self) -> float | None:
+        """The cap on each server's memory in MiB (None = no cap), as ServerLaunch has it."""
+        return None if self.server_memory is None else parse_memory_mb(self.server_memory)
 
     @property
     def upstream_port(self) -> int:
@@ -289,10 +296,11 @@ class Settings:
         d["connection_levels"] = list(self.levels)
         for side in ("server", "client", "db"):
             d[f"{side}_cpus"] = self.cpus(side)
-        # the defaults of --generator (wrk, and oha for --rate), --iterations and the
-        # protocol flags record nothing: a run's settings stay what every run before
-        # them recorded
-        for name in ("generators", "iterations", "protocols", "streams", "tls_proxy"):
+        # the defaults of --generator (wrk, and oha for --rate), --iterations, the
+        # protocol flags and --server-memory record nothing: a run's settings stay what
+        # every run before them recorded
+        for name in ("generators", "iterations", "protocols", "streams", "tls_proxy",
+                     "server_memory"):
             if getattr(self, name) == getattr(Settings, name):
                 del d[name]
         return d
@@ -321,26 +329,6 @@ def from_public(stored: dict, *, token: str | None = None, postgres_dsn: str | N
         **{f"{side}_cpus": format_cpu_list(stored[f"{side}_cpus"])
            if stored.get(f"{side}_cpus") else None for side in ("server", "client", "db")})
     return Settings(**given)
-
-
-def parse_cpu_list(text: str, flag: str = "CPU list") -> list[int]:
-    """A Linux CPU list ("0-3,8") as sorted CPU numbers; SelectionError when malformed."""
-    cpus: set[int] = set()
-    for part in str(text).split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                low, high = (int(x) for x in part.split("-", 1))
-                if low > high:
-                    raise ValueError
-                cpus.update(range(low, high + 1))
-            else:
-                cpus.add(int(part))
-        except ValueError:
-            raise SelectionError(f"{flag} {text!r} is not a CPU list such as 0-3,8") from None
-    if not cpus or min(cpus) < 0:
-        raise SelectionError(f"{flag} {text!r} is not a CPU list such as 0-3,8")
-    return sorted(cpus)
 
 
 def parse_rate(text: str) -> tuple[str, float]:
@@ -415,7 +403,7 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
         raise SelectionError(problem)
     if not s.knee_p99_ms > 0:
         raise SelectionError(f"--knee-p99 must be positive (ms), got {s.knee_p99_ms:g}")
-    validate_cpus(s)
+    validate_placement(s)
     check_names("database", s.databases, list(KNOWN_DATABASES))
     check_names("test", s.tests, list(ALL_TESTS))
     if (why := suite.level_problem(s.n_levels, s.tests)):
@@ -467,32 +455,3 @@ def check_threads(threads: int, connections: int) -> None:
             f"--connections {connections} does not divide over --threads {threads}: wrk "
             f"would open only {threads * (connections // threads)} connections. Use "
             f"--threads {fits}, or --connections {threads * -(-connections // threads)}")
-
-
-def validate_cpus(s: Settings, usable: list[int] | None = None) -> None:
-    """Each side's CPU list must name CPUs this process may use; overlapping sides are
-    allowed (a user may mean it) but reported by the run's header."""
-    usable = sorted(os.sched_getaffinity(0)) if usable is None else usable
-    for side in ("server", "client", "db"):
-        text = getattr(s, f"{side}_cpus")
-        if text is None:
-            continue
-        cpus = parse_cpu_list(text, f"--{side}-cpus")
-        outside = [c for c in cpus if c not in usable]
-        if outside:
-            raise SelectionError(
-                f"--{side}-cpus {text}: CPU {', '.join(map(str, outside))} is not usable here; "
-                f"valid CPUs: {format_cpu_list(usable)}")
-
-
-def format_cpu_list(cpus: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5"."""
-    out, run = [], []
-    for cpu in sorted(cpus):
-        if run and cpu != run[-1] + 1:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-            run = []
-        run.append(cpu)
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)

@@ -266,14 +266,12 @@ class LocalHost:
                 cpu = t.user + t.system
                 if not memory:
                     return ProcessFigures(cpu, None, "")
-                try:
-                    full = proc.memory_full_info()
-                    pss = getattr(full, "pss", None)
-                    if pss is not None:
-                        return ProcessFigures(cpu, pss / 2**20, "pss")
-                    return ProcessFigures(cpu, full.uss / 2**20, "uss")
-                except (psutil.AccessDenied, AttributeError):
+                # smaps_rollup read once for the PSS and its parts (psutil's
+                # memory_full_info reads the same file but keeps only the total)
+                mem = procfs.memory_of(ref.pid)
+                if mem is None:
                     return ProcessFigures(cpu, proc.memory_info().rss / 2**20, "rss")
+                return ProcessFigures(cpu, *mem)
         except psutil.Error:
             self._forget(ref)
             return None

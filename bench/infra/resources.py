@@ -32,6 +32,7 @@ class MemoryReading:
     or uss / rss where PSS is unreadable; several kinds joined by "/")."""
     mb: float
     kind: str
+    split: dict | None = None      # its parts: {"anon", "file", "shmem"} MiB (_split_sum)
 
 
 def memory_now(host: Host, pids: list[int]) -> MemoryReading | None:
@@ -46,7 +47,15 @@ def memory_now(host: Host, pids: list[int]) -> MemoryReading | None:
     if not figures:
         return None
     return MemoryReading(round(sum(f.memory_mb for f in figures), 1),
-                         "/".join(sorted({f.memory_kind for f in figures})))
+                         "/".join(sorted({f.memory_kind for f in figures})),
+                         _split_sum([f.split for f in figures]))
+
+
+def _split_sum(splits: list[dict | None]) -> dict | None:
+    """The parts of several processes' PSS added up; None unless every one had them."""
+    if not splits or any(s is None for s in splits):
+        return None
+    return {part: round(sum(s[part] for s in splits), 1) for part in splits[0]}
 
 
 @dataclass
@@ -57,6 +66,7 @@ class _Group:
     cpu_s: float = 0.0
     peak_cores: float = 0.0
     memory: list[float] = field(default_factory=list)
+    memory_split: list[dict] = field(default_factory=list)
     memory_kind: str = ""
     max_processes: int = 0
 
@@ -66,7 +76,9 @@ class ResourceSampler:
 
     def __init__(self, groups: dict[str, Union[Callable[[], list[int]],
                                                tuple[Callable[[], list[int]], Host]]],
-                 host: Host = LOCAL, interval: float = CPU_INTERVAL_S):
+                 host: Host = LOCAL, interval: float = CPU_INTERVAL_S,
+                 adopted: dict[str, str] | None = None,
+                 cgroup_memory: dict[str, Callable[[], dict | None]] | None = None):
         self.groups = {name: _Group(*g) if isinstance(g, tuple) else _Group(g, host)
                        for name, g in groups.items()}
         self.host, self.interval = host, interval
@@ -75,7 +87,12 @@ class ResourceSampler:
         self._procs: dict[tuple[int, int], ProcessRef] = {}    # (id(host), pid) -> ref
         self.started = self.ended = 0.0
         self.readings = 0
-        self.cgroups = RoleCgroups({name: g.host for name, g in self.groups.items()})
+        # `adopted`: a role counted in the cgroup v2 it was born in (bench.infra.cgroups)
+        self.cgroups = RoleCgroups({name: g.host for name, g in self.groups.items()}, adopted)
+        # a role in a memory cgroup of its own (--server-memory): its account read with
+        # each memory reading, the fullest kept (socket buffers exist only under load)
+        self.cgroup_memory = dict(cgroup_memory or {})
+        self.cgroup_memory_fullest: dict[str, dict] = {}
         self.machine = MachineCpu([g.host for g in self.groups.values()])
 
     def __enter__(self) -> "ResourceSampler":
@@ -150,7 +167,7 @@ class ResourceSampler:
                 read = {}
             figures_of.update({(id(host), ref): f for ref, f in read.items()})
         for name, group in self.groups.items():
-            delta, mem_total, kinds, seen = 0.0, 0.0, set(), 0
+            delta, mem_total, kinds, seen, splits = 0.0, 0.0, set(), 0, []
             for pid, ref in listed[name].items():
                 figures = figures_of.get((id(group.host), ref))
                 if figures is None:
@@ -163,6 +180,7 @@ class ResourceSampler:
                 if figures.memory_mb is not None:
                     mem_total += figures.memory_mb
                     kinds.add(figures.memory_kind)
+                    splits.append(figures.split)
             group.max_processes = max(group.max_processes, seen)
             if not first:
                 group.cpu_s += delta
@@ -170,9 +188,20 @@ class ResourceSampler:
                 # whole tick of CPU-time rounding: no peak from it
                 if dt >= self.interval / 2:
                     group.peak_cores = max(group.peak_cores, delta / dt)
+            if memory and name in self.cgroup_memory:
+                self._read_cgroup_memory(name)
             if memory and seen:
                 group.memory.append(mem_total)
                 group.memory_kind = "/".join(sorted(kinds))
+                if (split := _split_sum(splits)) is not None:
+                    group.memory_split.append(split)
+
+    def _read_cgroup_memory(self, name: str) -> None:
+        reading = self.cgroup_memory[name]()
+        kept = self.cgroup_memory_fullest.get(name)
+        if reading and (kept is None or (reading.get("usage_mb") or 0)
+                        >= (kept.get("usage_mb") or 0)):
+            self.cgroup_memory_fullest[name] = reading
 
     def figures(self) -> dict[str, dict]:
         """Per group: CPU seconds, mean and peak cores, mean and peak memory (MiB, PSS)."""
@@ -191,6 +220,10 @@ class ResourceSampler:
                 "memory_first_mb": _quarter(g.memory, first=True),
                 "memory_last_mb": _quarter(g.memory, first=False),
                 "memory_kind": g.memory_kind or None,
+                # the mean of the PSS's parts, from the readings that had them all
+                "memory_split_mb": {part: round(sum(r[part] for r in g.memory_split)
+                                                / len(g.memory_split), 1)
+                                    for part in g.memory_split[0]} if g.memory_split else None,
                 "processes": g.max_processes,
                 "accounting": self.cgroups.accounting(name),
                 "accounting_note": self.cgroups.why_not.get(name),

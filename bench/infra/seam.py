@@ -72,8 +72,10 @@ class Completed:
 class ProcessFigures:
     """One reading of a process: cumulative CPU seconds and proportional memory."""
     cpu_s: float
-    memory_mb: float | None        # PSS where readable, else USS, else RSS
+    memory_mb: float | None        # PSS where readable, else RSS
     memory_kind: str
+    # the PSS's parts in MiB: {"anon", "file", "shmem"} (bench.infra.agent.procfs.memory_of)
+    split: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,14 @@ def pinned(argv: list[str], cpus: list[int] | None) -> list[str]:
     if not cpus:
         return list(argv)
     return ["taskset", "--cpu-list", ",".join(map(str, cpus)), *argv]
+
+
+def born_in(argv: list[str], procs_file: str) -> list[str]:
+    """argv started inside a cgroup: a shell writes its own pid into the cgroup's
+    `cgroup.procs` and then execs argv (same pid), so the program's first page is already
+    charged there (a memory cap, bench.infra.memory_cap). Combined with pinned(), taskset
+    execs the shell, which execs the program: still one pid."""
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs_file, *argv]
 
 
 def http_get(url: str, timeout: float) -> HttpAnswer:

@@ -17,6 +17,7 @@ from bench.infra import envs
 from bench.infra.db import Endpoint
 from bench.infra.environment import build_env
 from bench.infra.host import LOCAL
+from bench.infra.memory_cap import CapUnavailable, MemoryCap
 from bench.infra.process_group import ProcessGroup
 from bench.infra.resources import MemoryReading, memory_now
 from bench.infra.seam import Host, HttpUnanswered, ProcessRef
@@ -210,6 +211,10 @@ class ServerProcess:
         self.spawned_at: float | None = None
         self.ping_s: float | None = None
         self.idle_memory: MemoryReading | None = None
+        # --server-memory: this start's capped cgroup (bench.infra.memory_cap), and what it
+        # read once the server stopped
+        self.memory_cap: MemoryCap | None = None
+        self.memory_cap_at_stop: dict | None = None
         # W processes, or the threads a threads-scheduling runtime is given
         self.workers = server_workers(self.spec, settings, host)
         self.budget = db_budget(self.spec, settings, variant.database)
@@ -260,12 +265,23 @@ class ServerProcess:
             # in its folder, or a --dep's copy of it (its own node_modules)
             folder = envs.location(self.spec, self.host).dir or \
                 self.host.project_path(self.spec.dir)
+            argv = self.command()
+            cap_mb = getattr(self.settings, "server_memory_mb", None)
+            if cap_mb is not None:
+                try:
+                    self.memory_cap = MemoryCap.open(self.host, "server", cap_mb)
+                except CapUnavailable as exc:
+                    raise ServerError(f"cannot cap {self.spec.id}'s memory at {cap_mb:g} MiB "
+                                      f"on {self.host.name}: {exc}") from None
+                argv = self.memory_cap.argv(argv)
             self.spawned_at = time.monotonic()
             self.group = ProcessGroup.start(
-                self.host, self.command(), cwd=folder,
+                self.host, argv, cwd=folder,
                 env=self.environment(), log_path=self.host_log or self.log_path,
                 cpus=self.settings.cpus("server"))
         except FileNotFoundError as exc:
+            if self.memory_cap is not None:
+                self.memory_cap.close()
             raise ServerError(f"cannot start {self.spec.id}: {exc.filename} not found "
                               f"(was it built? `make setup` builds every server)") from exc
 
@@ -333,7 +349,17 @@ class ServerProcess:
         if not self.alive():
             self.fetch_log()
             raise ServerError(f"{self.spec.id} exited with code {self.proc.returncode} "
-                              f"before it was ready", self.log_path)
+                              f"before it was ready{self._killed_for_memory()}", self.log_path)
+
+    def exit_reason(self) -> str:
+        """Why a server that died while it served is gone: its exit code, and the OOM
+        killer when its memory cap made the kernel kill it."""
+        return f"server exited during the run (code {self.proc.returncode})" \
+               f"{self._killed_for_memory()}"
+
+    def _killed_for_memory(self) -> str:
+        why = self.memory_cap.oom_reason() if self.memory_cap is not None else None
+        return f": {why}" if why else ""
 
     def worker_census(self) -> tuple[int | None, str]:
         """(workers seen now, what was counted) as the manifest's [workers] table
@@ -374,7 +400,12 @@ class ServerProcess:
         if self.group is None:
             return 0.0
         start = time.monotonic()
-        self.group.stop(getattr(signal, self.spec.stop_signal), grace)
+        try:
+            self.group.stop(getattr(signal, self.spec.stop_signal), grace)
+        finally:
+            if self.memory_cap is not None:
+                self.memory_cap_at_stop = self.memory_cap.read()
+                self.memory_cap.close()
         self._wait_port_free()
         self.fetch_log()
         return time.monotonic() - start

@@ -9,19 +9,26 @@ from bench.analysis.footprint import Spread
 from bench.report.cost import section_markdown, section_html
 
 HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
-           "to ready ms", "idle MiB", "under load MiB (mean / peak)", "req/s per GiB",
-           "requests per CPU-s", "memory"]
+           "to ready ms", "idle MiB", "under load MiB (mean / peak)",
+           "of which own / files / shmem MiB", "req/s per GiB", "requests per CPU-s",
+           "memory"]
+# only in a run with --server-memory
+CAP_HEADER = "capped cgroup: anon / page cache / sockets / kernel MiB"
 EXPLAINED = (
     "Start-up: from the harness's spawn of the server to the first GET /ping/ it answered "
     "as itself (polled every 10 ms), the median [lowest-highest] of the case's samples: "
     "every sample starts its server anew, so each is a cold start; to ready: until the "
     "census counted all W workers too. Memory: the server's whole process tree, PSS "
     "(each page shared by several processes split between them) from "
-    "/proc/<pid>/smaps_rollup, read by psutil; idle: once ready, before verification or "
+    "/proc/<pid>/smaps_rollup; idle: once ready, before verification or "
     "load sent it anything; under load: read once a second in the measured window, the "
     "median of the samples' means and the highest reading. It is the processes' own "
-    "memory (anonymous and mapped files they touched); the kernel's socket buffers and "
-    "page cache are not in it. req/s per GiB: the median req/s over the peak; requests "
+    "memory; of which: its parts under load (the same readings' means, medians over the "
+    "samples), from smaps_rollup's Pss_Anon (the processes' own: heap, stacks), Pss_File "
+    "(code, libraries, mapped files) and Pss_Shmem. The kernel's socket buffers and page "
+    "cache are not in PSS: a run with --server-memory also shows the capped cgroup's own "
+    "account at its fullest reading in the window (memory.stat: anon, page cache, sockets, kernel; v1: "
+    "rss, cache, kmem.tcp, kmem). req/s per GiB: the median req/s over the peak; requests "
     "per CPU-s: requests answered per second of the server's CPU (its cgroup where it "
     "has one, else the sampled /proc figures).")
 
@@ -43,8 +50,15 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def footprint_rows(doc: dict) -> list[list[str]]:
-    rows = []
+def _parts(parts: dict | None, names: tuple[str, ...]) -> str:
+    if not parts:
+        return "-"
+    return " / ".join(_mb(parts.get(name)) for name in names)
+
+
+def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows): the cap's column only when some case ran capped."""
+    rows, capped = [], []
     for case in doc["cases"]:
         # the stats build_tables refreshed in place (a report builds its tables from this
         # document first), summarised here only for a document that was not
@@ -59,14 +73,20 @@ def footprint_rows(doc: dict) -> list[list[str]]:
                      "orm" if case.get("orm") else "raw", _num(fp.requests_per_sec),
                      _ms(fp.start_to_ping_s), _ms(fp.start_to_ready_s), idle,
                      f"{_mb(fp.load_mean_mb)} / {_mb(fp.load_peak_mb)}",
+                     _parts(fp.load_split_mb, ("anon", "file", "shmem")),
                      _num(fp.requests_per_sec_per_gib), _num(fp.requests_per_cpu_s),
                      fp.memory_kind or "-"])
-    return rows
+        capped.append(_parts(fp.cap_split_mb, ("anon", "file", "sock", "kernel")))
+    if all(cell == "-" for cell in capped):
+        return HEADERS, rows
+    return HEADERS + [CAP_HEADER], [row + [cell] for row, cell in zip(rows, capped)]
 
 
 def footprint_markdown(doc: dict) -> list[str]:
-    return section_markdown("cost to run", footprint_rows(doc), HEADERS, EXPLAINED)
+    headers, rows = footprint_table(doc)
+    return section_markdown("cost to run", rows, headers, EXPLAINED)
 
 
 def footprint_html(doc: dict) -> list[str]:
-    return section_html("cost to run", footprint_rows(doc), HEADERS, EXPLAINED)
+    headers, rows = footprint_table(doc)
+    return section_html("cost to run", rows, headers, EXPLAINED)

@@ -370,7 +370,7 @@ def header_sentence(doc: dict) -> str:
             f"{', preset ' + s['preset'] if s.get('preset') else ''}"
             f"{'; databases: ' + dbs + (' (' + mode + ')') if dbs else ''}; "
             f"commit {commit}{dirty}; run {doc['run_id']}, status {doc['status']}."
-            + placement_sentence(load) + connections_sentence(doc)
+            + placement_sentence(load) + memory_cap_sentence(doc) + connections_sentence(doc)
             + unavailable_sentence(doc))
 
 
@@ -420,6 +420,21 @@ def placement_sentence(load: dict) -> str:
     names = {"server": "servers", "client": "load generator", "db": "databases"}
     return " CPU placement: " + "; ".join(
         f"{names[side]} on CPUs {format_cpu_list(cpus)}" for side, cpus in placement.items()) + "."
+
+
+def memory_cap_sentence(doc: dict) -> str:
+    """The memory cap the servers ran under, and the samples the OOM killer ended ("" for
+    a run without --server-memory)."""
+    cap = doc["settings"].get("server_memory")
+    if not cap:
+        return ""
+    samples = [sm for case in doc["cases"] for sm in case["samples"]]
+    kinds = {(sm.get("server_process") or {}).get("memory_cap", {}).get("kind")
+             for sm in samples if (sm.get("server_process") or {}).get("memory_cap")}
+    killed = sum("OOM killer" in (sm.get("reason") or "") for sm in samples)
+    return (f" Memory cap: every server's process tree at {cap}"
+            f"{' (' + ', '.join(sorted(kinds)) + ')' if kinds else ''}; "
+            f"{killed} sample(s) ended by the kernel's OOM killer.")
 
 
 def connections_sentence(doc: dict) -> str:

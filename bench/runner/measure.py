@@ -21,7 +21,8 @@ from bench.infra.resources import ConnectionSpread, ResourceSampler, add_cost
 from bench.infra.server import ServerProcess
 from bench.load.generator import LoadRequest, LoadResult, without_distribution
 from bench.runner.cache import FILL_N, FILL_ROUND_S, FILLS_CACHE, fill_cache
-from bench.storage.sample import BurstRecord, GeneratorRecord, ServerProcessRecord, WorkerPids
+from bench.storage.sample import (BurstRecord, GeneratorRecord, MemoryCapRecord,
+                                  ServerProcessRecord, WorkerPids)
 from bench.verify.updates import database_clock
 
 WARMUP_SEED_OFFSET = 1_000_003
@@ -41,6 +42,7 @@ class Measurement:
     warmup: dict | None = None             # the warm-up's summary
     burst: BurstRecord | None = None
     server_exit: int | None = None         # the server's exit code if it died meanwhile
+    server_exit_reason: str | None = None  # ... and why, as the sample's reason says it
     db_clock: datetime | None = None       # the database's time before the load
     cache_fill: dict | None = None         # how the cached test's cache was filled (cache.py)
     noise: dict | None = None              # other processes' CPU in the window (infra.quiet)
@@ -104,8 +106,11 @@ class Measurer:
                 warm, name=case.load.generator if case.load.protocol in HTTP2 else None
             )[1].summary)
         client_pid: list[int] = []
+        cap = server.memory_cap
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
-                                                        client_pid))
+                                                        client_pid),
+                                  adopted={"server": cap.path} if cap and cap.is_v2 else None,
+                                  cgroup_memory={"server": cap.read} if cap else None)
         # where the client connections are, half-way through the measured window; with
         # the client's keep-alive connections straight on the server, all of them once seen
         direct = (rate is None and running.proxy is None
@@ -154,11 +159,13 @@ class Measurer:
                 wall_s=round(result.wall_s, 3), threads=result.threads,
                 connections=result.connections),
             server_process=self._server_process(server, case, endpoint, spread,
-                                                workers_before),
-            server_exit=None if server.alive() else server.proc.returncode)
+                                                workers_before,
+                                                sampler.cgroup_memory_fullest.get("server")),
+            server_exit=None if server.alive() else server.proc.returncode,
+            server_exit_reason=None if server.alive() else server.exit_reason())
 
     def _server_process(self, server: ServerProcess, case, endpoint, spread,
-                        workers_before) -> ServerProcessRecord:
+                        workers_before, cap_in_window: dict | None) -> ServerProcessRecord:
         return ServerProcessRecord(
             workers=server.workers, pool_size=server.pool_size,
             concurrency=case.variant.server.concurrency,
@@ -172,7 +179,20 @@ class Measurer:
             # what really ran: the CPUs the server's first process may use
             cpus=self.server_host.affinity(server.proc.pid),
             memory_idle_mb=server.idle_memory.mb if server.idle_memory else None,
-            memory_idle_kind=server.idle_memory.kind if server.idle_memory else None)
+            memory_idle_kind=server.idle_memory.kind if server.idle_memory else None,
+            memory_idle_split_mb=server.idle_memory.split if server.idle_memory else None,
+            memory_cap=self._memory_cap(server, cap_in_window))
+
+    @staticmethod
+    def _memory_cap(server: ServerProcess, in_window: dict | None) -> MemoryCapRecord | None:
+        """--server-memory: the capped cgroup's account at its fullest reading in the
+        window (socket buffers are gone once the load stopped), with the OOM kills and
+        the peak as they are now."""
+        now = server.memory_cap.read() if server.memory_cap else None
+        if now is None:
+            return None
+        return MemoryCapRecord(**{**now, **(in_window or {}),
+                                  "oom_kills": now["oom_kills"], "peak_mb": now["peak_mb"]})
 
     def _burst(self, sample: Sample, running: Running) -> BurstRecord:
         """New connections after the window (Connection: close, the case's connection

@@ -390,7 +390,8 @@ class Run:
         record.resources, record.server_process = m.resources, m.server_process
         record.noise = m.noise
         if m.server_exit is not None:
-            record.mark_failed(f"server exited during the run (code {m.server_exit})")
+            record.mark_failed(m.server_exit_reason
+                               or f"server exited during the run (code {m.server_exit})")
             return
         self.display.phase("check")
         verdict = judge.judge_sample(record.to_json(), self.context.load.error_threshold)

@@ -18,6 +18,7 @@ from bench.core.protocols import HTTP2, HTTP2_GENERATOR as H2LOAD
 from bench.core.settings import NO_PROXY
 from bench.infra.environment import git_state
 from bench.infra.host import LOCAL
+from bench.infra import memory_cap
 from bench.infra.hosts import Hosts
 from bench.infra.proxy import available_proxies
 from bench.load import LoadError, k6, oha, wrk
@@ -241,6 +242,13 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
         if why:
             found.append(f"cannot write results to {settings.results_dir} ({why}): choose "
                          f"--results-dir or fix its permissions")
+    cap_mb = context.launch.server_memory_mb
+    if cap_mb is not None and needs.listens:
+        why = memory_cap.why_not(server, cap_mb)
+        if why:
+            found.append(f"--server-memory {settings.server_memory} cannot be applied on "
+                         f"{server.name}: {why} (a memory cap needs a writable memory cgroup: "
+                         f"root, or a delegated cgroup tree)")
     docker = context.databases.db_mode == "docker" or hosts.database_mode == "docker"
     if docker and databases_needed(cases) and not LOCAL.which("docker"):
         found.append("--db-mode docker needs the docker command: install Docker, or use "

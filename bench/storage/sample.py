@@ -65,6 +65,23 @@ class WorkerPids(Record):
 
 
 @dataclass(kw_only=True, slots=True)
+class MemoryCapRecord(Record):
+    """--server-memory: the server's capped cgroup (bench.infra.agent.memcap.memcap_read)
+    at its fullest reading in the measured window, with the OOM kills and the peak read at
+    the window's end; MiB, None where the kernel gives no figure."""
+    SCHEMA: ClassVar[str] = "#/$defs/memory_cap"
+    limit_mb: float
+    kind: str                              # "cgroup2 memory.max" or "cgroup v1 ..."
+    oom_kills: int | None
+    usage_mb: float | None
+    peak_mb: float | None                  # the most it held since the server started
+    anon_mb: float | None                  # the program's own (anonymous) memory
+    file_mb: float | None                  # page cache charged to it
+    sock_mb: float | None                  # kernel socket buffers
+    kernel_mb: float | None                # other kernel memory
+
+
+@dataclass(kw_only=True, slots=True)
 class ServerProcessRecord(Record):
     """The server as it really ran. Every key is optional: schema 1 kept only some of the
     first three, and schema 2 added the others over time."""
@@ -79,6 +96,8 @@ class ServerProcessRecord(Record):
     cpus: list[int] | None = optional()    # the CPUs its first process could use
     memory_idle_mb: float | None = optional()      # its tree's memory once ready, unloaded
     memory_idle_kind: str | None = optional()      # pss (else uss / rss), as in resources
+    memory_idle_split_mb: dict | None = optional()  # its parts: anon, file, shmem
+    memory_cap: MemoryCapRecord | None = optional()   # --server-memory: its cgroup's account
 
 
 @dataclass(kw_only=True, slots=True)

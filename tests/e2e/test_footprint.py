@@ -31,6 +31,10 @@ def figures(case: dict) -> dict:
         # under load, above its own idle memory: what the open connections hold
         "load": median([s["resources"]["server"]["memory_mean_mb"]
                         - s["server_process"]["memory_idle_mb"] for s in ok]),
+        # of which the processes' own (anonymous) memory: where a memset's pages go
+        "idle_anon": median([s["server_process"]["memory_idle_split_mb"]["anon"] for s in ok]),
+        "load_anon": median([s["resources"]["server"]["memory_split_mb"]["anon"]
+                             - s["server_process"]["memory_idle_split_mb"]["anon"] for s in ok]),
         "kinds": {s["server_process"]["memory_idle_kind"] for s in ok}
                  | {s["resources"]["server"]["memory_kind"] for s in ok},
     }
@@ -52,6 +56,10 @@ def test_a_known_footprint_shows_in_the_start_up_and_memory_figures(tmp_path):
     # 200 MiB idle and 1 MiB per connection under load, each within 10 %
     assert 180 <= known["idle"] - base["idle"] <= 220, (known, base)
     assert 0.9 * CONNECTIONS <= known["load"] - base["load"] <= 1.1 * CONNECTIONS, (known, base)
+    # ... and all of it anonymous memory, none mapped files or shared memory
+    assert 180 <= known["idle_anon"] - base["idle_anon"] <= 220, (known, base)
+    assert 0.9 * CONNECTIONS <= known["load_anon"] - base["load_anon"] <= 1.1 * CONNECTIONS, \
+        (known, base)
 
     tables = subprocess.run([sys.executable, "create_markdown_tables.py", "--columns", "cost",
                              str(results.latest_run(tmp_path))],

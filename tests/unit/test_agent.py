@@ -60,8 +60,10 @@ def test_a_process_is_named_by_pid_and_start(sleeper):
 def test_cpu_memory_and_affinity_of_a_process(sleeper):
     start = procfs.started(os.getpid())
     sum(range(2 * 10**6))
-    (cpu, memory, kind), = procfs.read([[os.getpid(), start]], memory=True)
+    (cpu, memory, kind, split), = procfs.read([[os.getpid(), start]], memory=True)
     assert cpu > 0 and memory > 1 and kind in ("pss", "rss")
+    # PSS's parts add up to it (each rounded to a KiB by the kernel)
+    assert split is None or abs(sum(split.values()) - memory) < 0.01 and split["anon"] > 1
     assert procfs.read([[os.getpid(), start + 1]], memory=False) == [None]
     cpus = procfs.affinity(sleeper.pid)
     procfs.pin(sleeper.pid, cpus[:1])

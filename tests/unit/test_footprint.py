@@ -56,7 +56,25 @@ def test_a_run_stored_before_start_up_and_idle_memory_keeps_what_it_has():
 
 def test_the_table_row_says_each_figure_with_its_unit():
     doc_case = case(sample(0.25, 100.0, 130.0, 150.0), sample(0.35, 102.0, 132.0, 140.0))
-    rows = footprint.footprint_rows({"cases": [doc_case]})
+    for s, anon in zip(doc_case["samples"], (100.0, 110.0)):
+        s["resources"]["server"]["memory_split_mb"] = {"anon": anon, "file": 20.0, "shmem": 0.0}
+    headers, rows = footprint.footprint_table({"cases": [doc_case]})
+    assert headers == footprint.HEADERS
     assert rows == [["plain", "s", "none", "raw", "5,000", "300 [250-350]", "400 [350-450]",
-                     "101.0", "131.0 / 150.0", "34,133", "5,000", "pss"]]
+                     "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "34,133", "5,000", "pss"]]
     assert footprint.footprint_markdown({"cases": []}) == []
+
+
+def test_a_capped_run_adds_the_cgroups_own_account_of_the_memory():
+    capped = case(sample(0.25, 100.0, 130.0, 150.0), sample(0.35, 102.0, 132.0, 140.0))
+    for s, sock in zip(capped["samples"], (1.0, 3.0)):
+        s["server_process"]["memory_cap"] = {
+            "limit_mb": 256, "kind": "cgroup v1 memory.limit_in_bytes", "oom_kills": 0,
+            "usage_mb": 140.0, "peak_mb": 150.0, "anon_mb": 120.0, "file_mb": 4.0,
+            "sock_mb": sock, "kernel_mb": None}
+    fp = case_footprint(capped)
+    assert fp.cap_split_mb == {"anon": 120.0, "file": 4.0, "sock": 2.0}
+    assert fp.cap_kind == "cgroup v1 memory.limit_in_bytes"
+    headers, rows = footprint.footprint_table({"cases": [capped]})
+    assert headers == footprint.HEADERS + [footprint.CAP_HEADER]
+    assert rows[0][-1] == "120.0 / 4.0 / 2.0 / -" and rows[0][-5] == "-"     # no PSS parts

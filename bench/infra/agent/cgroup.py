@@ -107,12 +107,9 @@ def _members(path: str) -> list[int]:
         return []
 
 
-def cgroup_close(paths: list[str], home: str) -> list[str]:
-    """Move what still runs in each cgroup to `home` (a path below the mount, "/" for the
-    root) and remove the cgroups, then their owner's folder once empty. Returns the
-    paths that could not be removed (the next invocation's leftovers)."""
-    mount = procfs.cgroup2_mount()
-    target = os.path.join(mount or "/", home.lstrip("/"), "cgroup.procs")
+def empty_and_remove(paths: list[str], target: str) -> list[str]:
+    """Move what still runs in each cgroup into the `cgroup.procs` file `target`, and
+    remove the cgroups; the paths that could not be removed."""
     kept = []
     for path in paths:
         for _ in range(CLOSE_ATTEMPTS):
@@ -131,6 +128,15 @@ def cgroup_close(paths: list[str], home: str) -> list[str]:
                 continue
         else:
             kept.append(path)
+    return kept
+
+
+def cgroup_close(paths: list[str], home: str) -> list[str]:
+    """Move what still runs in each cgroup to `home` (a path below the mount, "/" for the
+    root) and remove the cgroups, then their owner's folder once empty. Returns the
+    paths that could not be removed (the next invocation's leftovers)."""
+    mount = procfs.cgroup2_mount()
+    kept = empty_and_remove(paths, os.path.join(mount or "/", home.lstrip("/"), "cgroup.procs"))
     for owner in {os.path.dirname(p) for p in paths}:
         try:
             os.rmdir(owner)
@@ -139,28 +145,34 @@ def cgroup_close(paths: list[str], home: str) -> list[str]:
     return kept
 
 
-def cgroup_remove_leftovers() -> list[str]:
-    """Remove the cgroups of owners that no longer run (a harness or agent killed before
-    it could close them); what still runs in them goes to the root cgroup. Returns the
-    folders removed."""
-    mount = procfs.cgroup2_mount()
-    if mount is None or not os.path.isdir(_base(mount)):
-        return []
+def remove_dead_owners(base: str, target: str) -> list[str]:
+    """Under `base` (a webbench folder), the folders of owners that no longer run (a
+    harness or agent killed before it could close its cgroups): their cgroups emptied
+    into `target` (a cgroup.procs file) and removed. Returns the folders removed."""
     removed = []
-    for owner in sorted(os.listdir(_base(mount))):
+    for owner in sorted(os.listdir(base)) if os.path.isdir(base) else []:
         pid, _, start = owner.partition("-")
         if not pid.isdigit() or str(procfs.started(int(pid))) == start:
             continue                           # a live owner's, or not ours
-        folder = os.path.join(_base(mount), owner)
+        folder = os.path.join(base, owner)
         children = [os.path.join(folder, name) for name in os.listdir(folder)
                     if os.path.isdir(os.path.join(folder, name))]
-        if cgroup_close(children, "/"):
+        if empty_and_remove(children, target):
             continue
         try:
             os.rmdir(folder)
         except FileNotFoundError:
-            pass                                # closing its last cgroup removed it
+            pass
         except OSError:
             continue
         removed.append(folder)
     return removed
+
+
+def cgroup_remove_leftovers() -> list[str]:
+    """Remove the cgroups of owners that no longer run; what still runs in them goes to
+    the root cgroup. Returns the folders removed."""
+    mount = procfs.cgroup2_mount()
+    if mount is None:
+        return []
+    return remove_dead_owners(_base(mount), os.path.join(mount, "cgroup.procs"))

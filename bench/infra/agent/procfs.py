@@ -213,17 +213,29 @@ def listeners(port: int) -> list[str]:
     return sorted(out)
 
 
+SPLIT = {b"Pss_Anon:": "anon", b"Pss_File:": "file", b"Pss_Shmem:": "shmem"}
+
+
 def memory_of(pid: int) -> list | None:
-    """[MiB, kind]: PSS from smaps_rollup, RSS when that is not readable; None if gone."""
+    """[MiB, kind, split]: PSS from smaps_rollup, RSS when that is not readable; None if
+    gone. `split`: the PSS's parts in MiB, {"anon": the process's own (heap, stacks),
+    "file": mapped files (code, libraries), "shmem": shared memory}, from smaps_rollup's
+    Pss_Anon / Pss_File / Pss_Shmem (Linux 5.8+), None where they are not given."""
     try:
         with open("/proc/%d/smaps_rollup" % pid, "rb") as f:
+            pss, split = None, {}
             for line in f:
-                if line.startswith(b"Pss:"):
-                    return [int(line.split()[1]) / 1024, "pss"]
-    except OSError:
+                key = line.split(b" ", 1)[0]
+                if key == b"Pss:":
+                    pss = int(line.split()[1]) / 1024
+                elif key in SPLIT:
+                    split[SPLIT[key]] = int(line.split()[1]) / 1024
+            if pss is not None:
+                return [pss, "pss", split if len(split) == len(SPLIT) else None]
+    except (OSError, ValueError, IndexError):
         pass
     try:
-        return [int(read_text("/proc/%d/statm" % pid).split()[1]) * PAGE / 2**20, "rss"]
+        return [int(read_text("/proc/%d/statm" % pid).split()[1]) * PAGE / 2**20, "rss", None]
     except (OSError, ValueError, IndexError):
         return None
 
@@ -243,7 +255,7 @@ def read(refs: list, memory: bool) -> list:
             out.append(None)
             continue
         if not memory:
-            out.append([cpu, None, ""])
+            out.append([cpu, None, "", None])
             continue
         mem = memory_of(pid)
         out.append([cpu] + mem if mem else None)
@@ -341,6 +353,32 @@ def cgroup2_mount() -> str | None:
             if len(fields) > 2 and fields[2] == "cgroup2":
                 return fields[1]
     except OSError:
+        pass
+    return None
+
+
+def cgroup1_mount(controller: str) -> str | None:
+    """Where the cgroup v1 hierarchy of `controller` (e.g. "memory") is mounted, None when
+    it is not (a machine with cgroup v2 only)."""
+    try:
+        for line in read_text("/proc/mounts").splitlines():
+            fields = line.split()
+            if len(fields) > 3 and fields[2] == "cgroup" and controller in fields[3].split(","):
+                return fields[1]
+    except OSError:
+        pass
+    return None
+
+
+def cgroup1_of(pid: int, controller: str) -> str | None:
+    """A process's cgroup in the v1 hierarchy of `controller`, below its mount; None when
+    the process is gone or that hierarchy does not exist."""
+    try:
+        for line in read_text("/proc/%d/cgroup" % pid).splitlines():
+            _, names, path = line.split(":", 2)
+            if controller in names.split(","):
+                return path
+    except (OSError, ValueError):
         pass
     return None
 

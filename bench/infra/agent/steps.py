@@ -7,7 +7,7 @@ import os
 import platform
 import socket
 
-from . import cgroup, files, network, procfs, programs, quietness
+from . import cgroup, files, memcap, network, procfs, programs, quietness
 
 
 def send_signal(pids: list[int], sig: int) -> None:
@@ -84,5 +84,8 @@ STEPS = {
     "cgroup_open": cgroup.cgroup_open, "cgroup_place": cgroup.cgroup_place,
     "cgroup_usage": cgroup.cgroup_usage, "cgroup_close": cgroup.cgroup_close,
     "cgroup_remove_leftovers": cgroup.cgroup_remove_leftovers,
+    "memcap_open": memcap.memcap_open, "memcap_read": memcap.memcap_read,
+    "memcap_close": memcap.memcap_close,
+    "memcap_remove_leftovers": memcap.memcap_remove_leftovers,
     "machine_cpu_us": procfs.machine_cpu_us,
 }
