@@ -8,6 +8,8 @@ is worse, in absolute terms). A figure moved only when its change passes the thr
 *and* a Mann-Whitney U test on the per-sample values gives p < alpha. With too few
 samples for the test ever to reach p < alpha, the threshold alone decides and the figure
 is *weak*: shown and warned about, never a regression (`Comparison.regressed`).
+Besides those three: the server's CPU per request, its start-up and its peak memory
+(bench.analysis.figures), each judged the same way.
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ from bench.analysis import comparability, noise, statistics
 from bench.core import suite
 from bench.analysis.comparability import machine_id  # noqa: F401 - the CLI's name for it
 from bench.analysis.figures import (DEFAULT_COST_THRESHOLD,  # noqa: F401
-                                    DEFAULT_ERROR_THRESHOLD, DEFAULT_P99_THRESHOLD,
-                                    DEFAULT_THRESHOLD, DEFAULTS, COST, ERROR_RATE, FIGURES, P99,
-                                    RELATIVE, RPS, WORSE_WHEN, ok_values)
+                                    DEFAULT_ERROR_THRESHOLD, DEFAULT_MEMORY_THRESHOLD,
+                                    DEFAULT_P99_THRESHOLD, DEFAULT_START_THRESHOLD,
+                                    DEFAULT_THRESHOLD, DEFAULTS, COST, ERROR_RATE, FIGURES,
+                                    MEMORY, P99, RELATIVE, RPS, START, WORSE_WHEN, ok_values)
 from bench.analysis.noise import aa_threshold, calibrate  # noqa: F401 - compare's A/A side
 
 BROKEN, SLOWER, FASTER = "broken", "slower", "faster"
@@ -35,7 +38,7 @@ DEFAULT_SOURCE = "default"
 
 @dataclass
 class FigureChange:
-    figure: str                      # "req/s", "p99" or "error rate"
+    figure: str                      # one of bench.analysis.figures.FIGURES
     baseline: float | None           # median of the ok samples (error rate: their mean)
     candidate: float | None
     change: float | None             # relative (req/s, p99) or absolute (error rate)
@@ -295,7 +298,9 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
             p99_threshold: float = DEFAULT_P99_THRESHOLD,
             error_threshold: float = DEFAULT_ERROR_THRESHOLD, alpha: float = ALPHA,
             calibration: dict | None = None,
-            cost_threshold: float = DEFAULT_COST_THRESHOLD) -> Comparison:
+            cost_threshold: float = DEFAULT_COST_THRESHOLD,
+            start_threshold: float = DEFAULT_START_THRESHOLD,
+            memory_threshold: float = DEFAULT_MEMORY_THRESHOLD) -> Comparison:
     """Every case of either run, in the candidate's order then the baseline's leftovers.
     `calibration`: a stored calibration (bench.storage.calibration.load); its per-case
     thresholds replace the defaults when its comparability key matches the baseline's."""
@@ -303,7 +308,7 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
     statistics.refresh(cand)
     base_key, cand_key = comparability.key(base), comparability.key(cand)
     defaults = {RPS: threshold, P99: p99_threshold, ERROR_RATE: error_threshold,
-                COST: cost_threshold}
+                COST: cost_threshold, START: start_threshold, MEMORY: memory_threshold}
     calibrated, note = noise.usable_thresholds(calibration, base_key)
     source = (calibration or {}).get("path", "the calibration")
     result = Comparison(base["run_id"], cand["run_id"], threshold, alpha,

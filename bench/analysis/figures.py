@@ -1,4 +1,4 @@
-"""The four figures a comparison judges per case, in one place: how each is read from a
+"""The figures a comparison judges per case, in one place: how each is read from a
 stored sample, which way is worse, whether its change is relative or absolute, and its
 default threshold. `compare`, the A/A calibration (noise) and `ab` share these.
 
@@ -6,15 +6,22 @@ COST is the server's CPU time per request (µs, its cgroup's or its process tree
 exact CPU time over the requests answered): a slowdown that a busy machine hides from
 req/s (the client or the database set the pace) still costs CPU, and on a CPU-bound
 2-core machine a planted 1.7 µs per request moved it by +7.6 % where req/s moved -5.2 %,
-with the same sample-to-sample spread."""
+with the same sample-to-sample spread.
+
+START and MEMORY are what the server costs to run (bench.analysis.footprint): each
+sample's cold start to its first /ping/, and the peak of its tree's memory under load;
+a dependency bump that doubles either is a regression even when req/s holds."""
 from __future__ import annotations
 
 RPS, P99, ERROR_RATE, COST = "req/s", "p99", "error rate", "cost"
-FIGURES = (RPS, P99, ERROR_RATE, COST)
+START, MEMORY = "start-up", "peak memory"
+FIGURES = (RPS, P99, ERROR_RATE, COST, START, MEMORY)
 # which way is worse, and whether a change is relative (a ratio) or absolute
-WORSE_WHEN = {RPS: "lower", P99: "higher", ERROR_RATE: "higher", COST: "higher"}
-RELATIVE = {RPS: True, P99: True, ERROR_RATE: False, COST: True}
-UNITS = {RPS: "req/s", P99: "ms", ERROR_RATE: "", COST: "server CPU-µs per request"}
+WORSE_WHEN = {RPS: "lower", P99: "higher", ERROR_RATE: "higher", COST: "higher",
+              START: "higher", MEMORY: "higher"}
+RELATIVE = {RPS: True, P99: True, ERROR_RATE: False, COST: True, START: True, MEMORY: True}
+UNITS = {RPS: "req/s", P99: "ms", ERROR_RATE: "", COST: "server CPU-µs per request",
+         START: "s from the spawn to /ping/", MEMORY: "MiB (the server tree's PSS at its peak)"}
 
 DEFAULT_THRESHOLD = 0.05
 # p99 rests on the slowest 1 % of a sample's requests, so between A/A samples it moves
@@ -28,8 +35,17 @@ DEFAULT_ERROR_THRESHOLD = 0.0002
 # the server's CPU per request is as steady as req/s (CV 2-3 % for both, A/A samples of
 # sanic plain on 2 cores): the same default
 DEFAULT_COST_THRESHOLD = DEFAULT_THRESHOLD
+# a cold start is wall time on a shared machine: two back-to-back A/A runs of 5 samples
+# on 2 cores (docs/compare-and-nightly.md, "compare") put tunable_cost's median start-up at
+# 110 and 137 ms (+25 %; samples 87-148 ms), gin's at 20 and 20 ms (18-30 ms): twice
+# that A/A difference. A calibration (`calibrate`) gives each case its own.
+DEFAULT_START_THRESHOLD = 0.50
+# the peak of the server tree's PSS is steady: in the same A/A runs 16.5-17.1 MiB
+# (tunable_cost) and 22.9-23.5 MiB (gin), medians within 1 %: 10 % is a real change
+DEFAULT_MEMORY_THRESHOLD = 0.10
 DEFAULTS = {RPS: DEFAULT_THRESHOLD, P99: DEFAULT_P99_THRESHOLD,
-            ERROR_RATE: DEFAULT_ERROR_THRESHOLD, COST: DEFAULT_COST_THRESHOLD}
+            ERROR_RATE: DEFAULT_ERROR_THRESHOLD, COST: DEFAULT_COST_THRESHOLD,
+            START: DEFAULT_START_THRESHOLD, MEMORY: DEFAULT_MEMORY_THRESHOLD}
 
 
 def sample_value(figure: str, sample: dict) -> float | None:
@@ -37,6 +53,10 @@ def sample_value(figure: str, sample: dict) -> float | None:
     a run from before costs were recorded)."""
     if figure == COST:
         return ((sample.get("resources") or {}).get("server") or {}).get("cpu_us_per_request")
+    if figure == START:
+        return (sample.get("overhead_s") or {}).get("start_to_ping")
+    if figure == MEMORY:
+        return ((sample.get("resources") or {}).get("server") or {}).get("memory_peak_mb")
     summary = sample["summary"]
     if figure == RPS:
         return summary["requests_per_sec"]

@@ -14,9 +14,11 @@ and large (MIN_MAGNITUDE relative change of the mean).
 """
 from __future__ import annotations
 
+import statistics as pystats
 from dataclasses import dataclass, field
 
 from bench.analysis import comparability, statistics
+from bench.analysis.figures import RPS, ok_values
 from bench.core import suite
 
 MAX_PVALUE = 0.001
@@ -52,6 +54,8 @@ class ChangePoint:
 
 @dataclass
 class Series:
+    """One case's runs of one comparability key; `points` hold the median of one figure
+    (bench.analysis.figures: req/s unless asked otherwise)."""
     case_id: str
     server: str
     database: str
@@ -89,10 +93,25 @@ def change_points(values: list[float], *, max_pvalue: float = MAX_PVALUE,
             for c in found]
 
 
-def build(docs: list[dict], *, server: str | None = None, test: str | None = None) -> list[Series]:
-    """Series of each case's median req/s over the runs (oldest first), one per
-    comparability key, with change points within each. Only ok cases make points: a
-    failed night is a gap, not a zero."""
+def _point_values(case: dict, figure: str) -> tuple[float, float | None, float | None, int] | None:
+    """(median, its interval's low and high, samples) of a case's `figure`: req/s as the
+    case's stats hold it; another figure (start-up, peak memory) from its ok samples."""
+    if figure == RPS:
+        rps = case["stats"]["requests_per_sec"]
+        return rps["median"], rps["ci_low"], rps["ci_high"], rps["n"]
+    values = ok_values(case, figure)
+    if not values:
+        return None
+    ci = statistics.median_ci(values)
+    return (pystats.median(values), ci[0] if ci else None, ci[1] if ci else None, len(values))
+
+
+def build(docs: list[dict], *, server: str | None = None, test: str | None = None,
+          figure: str = RPS) -> list[Series]:
+    """Series of each case's median `figure` (req/s, or another of bench.analysis.figures:
+    start-up, peak memory) over the runs (oldest first), one per comparability key, with
+    change points within each. Only ok cases make points: a failed night is a gap, not a
+    zero; a run that did not measure the figure (one stored before it was) is none."""
     series: dict[tuple[str, str], Series] = {}
     keys: dict[tuple[str, str], dict] = {}
     for doc in sorted(docs, key=lambda d: d["run_id"]):
@@ -104,7 +123,9 @@ def build(docs: list[dict], *, server: str | None = None, test: str | None = Non
                 continue
             if case["status"] != "ok":
                 continue
-            rps = case["stats"]["requests_per_sec"]
+            point = _point_values(case, figure)
+            if point is None:
+                continue
             kid = comparability.key_id(doc, case["database"])
             s = series.get((case["id"], kid))
             if s is None:
@@ -114,8 +135,7 @@ def build(docs: list[dict], *, server: str | None = None, test: str | None = Non
                 keys[case["id"], kid] = key
             s.points.append(Point(doc["run_id"], doc["started_at"],
                                   git.get("commit") or doc["environment"].get("git_commit"),
-                                  rps["median"], rps["ci_low"], rps["ci_high"], rps["n"],
-                                  ((doc.get("servers") or {}).get(case["server"]) or {})
+                                  *point, ((doc.get("servers") or {}).get(case["server"]) or {})
                                   .get("versions") or {}))
     previous: dict[str, tuple[str, str]] = {}
     for (case_id, kid), s in series.items():          # in order of each series' first run

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from bench.analysis import comparability, statistics
-from bench.analysis.figures import COST, ERROR_RATE, FIGURES, P99, RELATIVE, RPS, ok_values
+from bench.analysis.figures import (COST, ERROR_RATE, FIGURES, MEMORY, P99, RELATIVE, RPS,
+                                    START, ok_values)
 
 FORMAT = 2
 # Two back-to-back runs see the noise within one sitting, not the drift between nights.
@@ -19,7 +20,9 @@ FORMAT = 2
 # 1 "faster". 3 % is above that drift and below the ~5 % slowdowns every night caught.
 CALIBRATION_FLOOR = 0.03
 # the server's CPU per request is as steady as req/s: the same floor
-FLOORS = {RPS: CALIBRATION_FLOOR, P99: 0.05, ERROR_RATE: 0.0001, COST: CALIBRATION_FLOOR}
+FLOORS = {RPS: CALIBRATION_FLOOR, P99: 0.05, ERROR_RATE: 0.0001, COST: CALIBRATION_FLOOR,
+          # a cold start is wall time (p99's floor); the peak of the memory steady (req/s')
+          START: 0.05, MEMORY: CALIBRATION_FLOOR}
 # The standard error of a median is about 1.2533 sigma / sqrt(n) (normal data), so the
 # difference of two medians of n samples has about 1.2533 sigma sqrt(2 / n): the size of
 # change that noise alone typically makes between two runs. One such error, not three:

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from bench.analysis.compare import decide
-from bench.analysis.figures import COST, ERROR_RATE, FIGURES, P99, RELATIVE, RPS, \
-    WORSE_WHEN, sample_value
+from bench.analysis.figures import COST, ERROR_RATE, FIGURES, MEMORY, P99, RELATIVE, RPS, \
+    START, WORSE_WHEN, sample_value
 
 ALPHA = 0.01
 BLOCK = 4                        # samples of a pair per round: ABBA or BAAB
@@ -36,7 +36,9 @@ ROUNDS_MIN = 3                   # below it the t test has one degree of freedom
 # 2 %: a planted 2 % slowdown of a fixture server read as +1.4-1.7 % of cost (and
 # -1.2-1.7 % of req/s), which a 2 % bar would miss; its A/A floor there was 1.0-1.9 %
 # per sample, 0.4-0.7 % over 8 rounds (scripts/ab_sensitivity.py, docs/versions.md).
-MIN_EFFECT = {RPS: 0.02, P99: 0.10, ERROR_RATE: 0.001, COST: 0.01}
+MIN_EFFECT = {RPS: 0.02, P99: 0.10, ERROR_RATE: 0.001, COST: 0.01,
+              # start-up is wall time (as p99), the peak memory steady (as req/s)
+              START: 0.10, MEMORY: 0.02}
 
 
 @dataclass

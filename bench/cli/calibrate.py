@@ -44,7 +44,8 @@ def describe(found: dict, machine: str, path) -> str:
     thresholds = found["thresholds"]
     lines = [f"\nper-case thresholds for machine {machine} ({len(thresholds)} cases, "
              f"comparability key {found['key_id']}) in {path}:",
-             f"  {'req/s':>7} {'p99':>7} {'errors':>9} {'cost':>7}  case"]
+             f"  {'req/s':>7} {'p99':>7} {'errors':>9} {'cost':>7} {'start':>7} "
+             f"{'memory':>7}  case"]
     order = sorted(thresholds.items(), key=lambda kv: -kv[1].get(compare.RPS, 0))
     for case_id, per_figure in order:
         def cell(figure, width, scale=100, unit="%", digits=1):
@@ -53,5 +54,6 @@ def describe(found: dict, machine: str, path) -> str:
                 f"{value * scale:>{width - len(unit) - 1}.{digits}f} {unit}"
         lines.append(f"  {cell(compare.RPS, 7)} {cell(compare.P99, 7)} "
                      f"{cell(compare.ERROR_RATE, 9, unit='pp', digits=3)} "
-                     f"{cell(compare.COST, 7)}  {case_id}")
+                     f"{cell(compare.COST, 7)} {cell(compare.START, 7)} "
+                     f"{cell(compare.MEMORY, 7)}  {case_id}")
     return "\n".join(lines)

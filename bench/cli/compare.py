@@ -1,5 +1,6 @@
 """`run_bench.py compare BASELINE CANDIDATE`: per case broken, slower, faster, unchanged or
-not comparable, judged on req/s, p99 and the error rate. Reads stored JSON only.
+not comparable, judged on req/s, p99, the error rate, the server's CPU per request, its
+start-up and its peak memory. Reads stored JSON only.
 
 Exit statuses (the README's table): 0 nothing regressed or broke (weak verdicts and "not
 comparable" never fail; two runs not comparable as a whole exit 0 with a warning, so that
@@ -20,6 +21,18 @@ EXIT_BAD_INPUT = 2
 EXIT_BROKEN = 3
 
 
+# each figure's threshold flag besides req/s' --threshold (bench.analysis.figures)
+THRESHOLD_FLAGS = (
+    ("--p99-threshold", compare.P99, "percent", "change of median p99 latency"),
+    ("--error-threshold", compare.ERROR_RATE, "percentage points", "rise of the error rate"),
+    ("--cost-threshold", compare.COST, "percent",
+     "change of the server's median CPU-µs per request"),
+    ("--startup-threshold", compare.START, "percent",
+     "change of the server's median start-up (spawn to /ping/)"),
+    ("--memory-threshold", compare.MEMORY, "percent",
+     "change of the server's median peak memory under load"))
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("compare", help="compare two stored runs (exit 1 on a regression, "
                                        "3 when a case broke)")
@@ -29,18 +42,10 @@ def add_parser(sub) -> None:
                    metavar="PERCENT", help="smallest change of median req/s that counts, in "
                                            "percent (default: %(default)s; a calibration's "
                                            "per-case thresholds replace it)")
-    p.add_argument("--p99-threshold", type=percent,
-                   default=compare.DEFAULT_P99_THRESHOLD * 100, metavar="PERCENT",
-                   help="smallest change of median p99 latency that counts, in percent "
-                        "(default: %(default)s)")
-    p.add_argument("--error-threshold", type=percent,
-                   default=compare.DEFAULT_ERROR_THRESHOLD * 100, metavar="POINTS",
-                   help="smallest rise of the error rate that counts, in percentage points "
-                        "(default: %(default)s)")
-    p.add_argument("--cost-threshold", type=percent,
-                   default=compare.DEFAULT_COST_THRESHOLD * 100, metavar="PERCENT",
-                   help="smallest change of the server's median CPU-µs per request that "
-                        "counts, in percent (default: %(default)s)")
+    for flag, figure, unit, what in THRESHOLD_FLAGS:
+        p.add_argument(flag, type=percent, default=compare.DEFAULTS[figure] * 100,
+                       metavar="POINTS" if unit == "percentage points" else "PERCENT",
+                       help=f"smallest {what} that counts, in {unit} (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=compare.ALPHA,
                    help="significance level of the Mann-Whitney U test (default: %(default)s)")
     p.add_argument("--no-calibration", action="store_true",
@@ -78,7 +83,9 @@ def run(args: argparse.Namespace, results_root: Path) -> int:
     cmp = compare.compare(base, cand, threshold=args.threshold / 100,
                           p99_threshold=args.p99_threshold / 100,
                           error_threshold=args.error_threshold / 100, alpha=args.alpha,
-                          calibration=stored, cost_threshold=args.cost_threshold / 100)
+                          calibration=stored, cost_threshold=args.cost_threshold / 100,
+                          start_threshold=args.startup_threshold / 100,
+                          memory_threshold=args.memory_threshold / 100)
     text = comparison.FORMATS[args.format](cmp)
     print(text)
     if args.output:

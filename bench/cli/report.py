@@ -10,12 +10,18 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.analysis import history
+from bench.analysis.figures import MEMORY, RPS, START
 from bench.core.machine import fingerprint
 from bench.infra.environment import environment
 from bench.report import charts, html, tables
 from bench.storage import results
 
 EXIT_BAD_INPUT = 2
+
+
+# --figure: the name on the command line -> (the figure, how a point is shown)
+HISTORY_FIGURES = {"rps": (RPS, "req/s", 1), "startup": (START, "ms", 1000),
+                   "memory": (MEMORY, "MiB", 1)}
 
 
 def add_parsers(sub, results_default: Path) -> None:
@@ -28,6 +34,10 @@ def add_parsers(sub, results_default: Path) -> None:
                                        "folders under results/ are machine ids)")
     his.add_argument("--server", help="only this server")
     his.add_argument("--test", help="only this test (get_user, update_user, plain, to_json)")
+    his.add_argument("--figure", choices=sorted(HISTORY_FIGURES), default="rps",
+                     help="what each point is the case's median of: rps (req/s, the "
+                          "default), startup (spawn to the first /ping/, ms) or memory (the "
+                          "server's peak memory under load, MiB)")
     his.add_argument("--charts", type=Path, help="write a chart per case into this folder")
     his.add_argument("--results-dir", type=Path, default=results_default)
 
@@ -60,7 +70,8 @@ def show_history(args: argparse.Namespace) -> int:
         except results.ResultsError as exc:
             print(f"skipped {d}: {exc}", file=sys.stderr)
     test = args.test.replace("_", " ") if args.test else None
-    series = history.build(docs, server=args.server, test=test)
+    figure, unit, scale = HISTORY_FIGURES[getattr(args, "figure", None) or "rps"]
+    series = history.build(docs, server=args.server, test=test, figure=figure)
     several = {s.case_id for s in series if sum(o.case_id == s.case_id for o in series) > 1}
     rows = []
     for s in series:
@@ -71,17 +82,18 @@ def show_history(args: argparse.Namespace) -> int:
                           for cp in s.change_points) or "none"
         rows.append([s.title, f"{s.server} {s.database} {'orm' if s.orm else 'raw'}", s.key_id,
                      f"{s.points[0].run_id} … {last.run_id}", len(s.points),
-                     f"{last.median:,.0f}", steps])
+                     f"{last.median * scale:,.{0 if figure == RPS else 1}f}", steps])
         if args.charts:
             args.charts.mkdir(parents=True, exist_ok=True)
             name = charts.slug(s.case_id) + (f"-{s.key_id}" if s.case_id in several else "")
-            charts.history_chart(s, args.charts / f"{name}.png", machine)
+            charts.history_chart(s, args.charts / f"{name}.png", machine, figure, unit, scale)
     print(f"# History of machine {machine}: {len(docs)} runs, {len(series)} series of "
           f"{len({s.case_id for s in series})} cases\n")
     print("A series holds the runs of one case that are comparable (same comparability "
           "key); change points are found within a series, never across a change of key.\n")
     print(tabulate(rows, ["test", "variant", "key", "runs from … to", "runs",
-                          "last median req/s", "changes of level (E-divisive)"],
+                          f"last median {figure}" + ("" if figure == RPS else f" ({unit})"),
+                          "changes of level (E-divisive)"],
                    tablefmt="pipe", disable_numparse=True))
     changes = history.key_changes(docs)
     if changes:

@@ -304,16 +304,23 @@ def run_charts(tables: list[Table], doc: dict, folder: Path,
     return out
 
 
-def history_chart(series: Series, path: Path, machine: str) -> Path:
-    """A case's median req/s over the runs, its 95 % interval as a band, change points as
-    vertical lines labelled with the relative change."""
+HISTORY_LABELS = {"req/s": ("requests per second", "throughput"),
+                  "start-up": ("start-up to /ping/", "start-up"),
+                  "peak memory": ("peak memory under load", "memory")}
+
+
+def history_chart(series: Series, path: Path, machine: str, figure: str = "req/s",
+                  unit: str = "req/s", scale: float = 1) -> Path:
+    """A case's median `figure` over the runs (times `scale`, in `unit`), its 95 %
+    interval as a band, change points as vertical lines labelled with the relative change."""
     fig, ax = _subplots(figsize=(9, 4.2))
     xs = list(range(len(series.points)))
-    medians = [p.median for p in series.points]
-    lows = [p.ci_low if p.ci_low is not None else p.median for p in series.points]
-    highs = [p.ci_high if p.ci_high is not None else p.median for p in series.points]
+    medians = [p.median * scale for p in series.points]
+    lows = [(p.ci_low if p.ci_low is not None else p.median) * scale for p in series.points]
+    highs = [(p.ci_high if p.ci_high is not None else p.median) * scale for p in series.points]
+    label, what = HISTORY_LABELS[figure]
     ax.fill_between(xs, lows, highs, color="#2b6cb0", alpha=0.15, label="95 % CI of the median")
-    ax.plot(xs, medians, marker="o", markersize=3, color="#2b6cb0", label="median req/s")
+    ax.plot(xs, medians, marker="o", markersize=3, color="#2b6cb0", label=f"median {figure}")
     for cp in series.change_points:
         ax.axvline(cp.index - 0.5, color="#c53030", linestyle="--", linewidth=1)
         bump = "\n".join(f" {c}" for c in cp.dependency_changes[:3])
@@ -322,9 +329,9 @@ def history_chart(series: Series, path: Path, machine: str) -> Path:
     step = max(1, len(xs) // 10)
     ax.set_xticks(xs[::step], [p.run_id[:15] for p in series.points][::step], rotation=30,
                   fontsize=7, ha="right")
-    ax.set_ylabel("requests per second")
+    ax.set_ylabel(label if figure == "req/s" else f"{label} ({unit})")
     variant = f"{series.server} {series.database} {'orm' if series.orm else 'raw'}"
-    ax.set_title(f"{series.title}, {variant}: throughput over time", fontsize=11)
+    ax.set_title(f"{series.title}, {variant}: {what} over time", fontsize=11)
     ax.legend(fontsize=7, loc="lower left")
     fig.subplots_adjust(bottom=0.3, top=0.9)
     _caption(fig, f"Machine {machine}; comparability key {series.key_id}; {len(xs)} runs; "

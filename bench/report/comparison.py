@@ -72,7 +72,7 @@ def _row(c: CaseComparison, cmp: Comparison) -> list[str]:
 
 HEADERS = ["test", "variant", "req/s (median)", "req/s ratio [95 % CI]", "p99 ratio [95 % CI]",
            "error rate", "server CPU-µs/req ratio [95 % CI]", "p (req/s)",
-           "thresholds req/s / p99 / errors / cost", "verdict", "what moved"]
+           "thresholds req/s / p99 / errors / cost / start-up / memory", "verdict", "what moved"]
 
 
 def warnings(cmp: Comparison) -> list[str]:
@@ -105,7 +105,8 @@ def to_markdown(cmp: Comparison) -> str:
     head = [f"# Comparison: {cmp.candidate} against {cmp.baseline}", "",
             f"{counts[BROKEN]} broken, {counts[SLOWER]} slower, {counts[FASTER]} faster, "
             f"{counts[UNCHANGED]} unchanged, {counts[NOT_COMPARABLE]} not comparable. A figure "
-            f"(median req/s, median p99, error rate, the server's median CPU-µs per request) moved when it changed by more than its "
+            f"(median req/s, median p99, error rate, the server's median CPU-µs per request, its "
+            f"median start-up to /ping/ and peak memory under load) moved when it changed by more than its "
             f"threshold and a Mann-Whitney U test on the samples gives p < {cmp.alpha:g}; "
             f"slower: some figure is worse; broken: ok in the baseline, not in the candidate. "
             f"Ratios are candidate / baseline.", "",

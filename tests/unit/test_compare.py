@@ -142,10 +142,11 @@ def test_calibrated_thresholds_replace_the_default_ones_and_are_named():
     loose = by_server(cmp)["a"]
     assert loose.verdict == "unchanged" and cmp.calibration == "cal.json"
     assert {(f.figure, f.threshold, f.threshold_source) for f in loose.figures} == {
-        ("req/s", 0.10, "cal.json"), ("p99", 0.5, "cal.json"), ("error rate", 0.001, "cal.json")}
+        ("req/s", 0.10, "cal.json"), ("p99", 0.5, "cal.json"), ("error rate", 0.001, "cal.json"),
+        ("peak memory", 0.10, "default")}
     assert by_server(cmp)["b"].figure("p99").threshold_source == "default"
     md = comparison.to_markdown(cmp)
-    assert "per case from the calibration cal.json" in md and "10.0% / 50.0% / 0.10 pp / 5.0% (cal.)" in md
+    assert "per case from the calibration cal.json" in md and "10.0% / 50.0% / 0.10 pp / 5.0% / 50.0% / 10.0% (cal.)" in md
 
 
 def test_a_calibration_of_runs_not_comparable_with_the_baseline_is_ignored_and_says_why():
@@ -188,7 +189,8 @@ def test_markdown_and_json_reports():
     md = comparison.to_markdown(cmp)
     assert md.startswith("# Comparison: r2 against r1")
     assert "0 broken, 1 slower, 0 faster, 1 unchanged, 0 not comparable" in md
-    assert "Thresholds: req/s 5.0%, p99 20.0%, error rate 0.02 pp, cost 5.0% by default." in md
+    assert ("Thresholds: req/s 5.0%, p99 20.0%, error rate 0.02 pp, cost 5.0%, start-up 50.0%, "
+            "peak memory 10.0% by default.") in md
     slower_line = next(line for line in md.splitlines() if "**SLOWER**" in line)
     assert "| get user | a postgres raw" in slower_line and "0.800 [" in slower_line
     assert "req/s -20.0 % (p 0.0" in slower_line and "p99 +25.0 % (p 0.0" in slower_line
@@ -354,8 +356,9 @@ def test_calibrate_prints_each_figures_threshold():
     text = describe(found, "m1", "results/m1/calibration.json")
     assert f"2 cases, comparability key {found['key_id']}) in results/m1/calibration.json" in text
     first = text.splitlines()[3]     # the noisiest req/s first: a moved by 10 %, p99 by -9 %
-    assert first.split() == ["15.0", "%", "13.6", "%", "0.010", "pp", "-",
-                            found_case(found, "a")]  # no cost recorded: "-"
+    # no cost or start-up recorded: "-"; the peak memory at its floor
+    assert first.split() == ["15.0", "%", "13.6", "%", "0.010", "pp", "-", "-", "3.0", "%",
+                            found_case(found, "a")]
 
 
 def found_case(found: dict, server: str) -> str:
@@ -376,3 +379,28 @@ def test_a_server_that_costs_more_cpu_per_request_is_slower_even_at_the_same_req
     assert "| **SLOWER** | cost +7.9 % (p 0.012) |" in comparison.to_markdown(cmp)
     # runs from before costs were recorded: no cost figure, nothing judged on it
     assert by_server(cmp)["b"].figure("cost") is None
+
+
+@pytest.mark.parametrize("figure, where, before, after", [
+    ("start-up", ("overhead_s", "start_to_ping"), (0.20, 0.21, 0.19, 0.20, 0.22),
+     (0.31, 0.32, 0.33, 0.31, 0.32)),
+    ("peak memory", ("resources", "server", "memory_peak_mb"), (36.4, 36.9, 36.5, 36.7, 36.6),
+     (48.1, 48.3, 47.9, 48.0, 48.2))])
+def test_a_server_that_starts_slower_or_holds_more_memory_is_worse_at_the_same_req_s(
+        figure, where, before, after):
+    """What a server costs to run, judged like p99: +55 % start-up (past its 50 %
+    threshold) or +31 % peak memory (past 10 %) in every sample, req/s unchanged."""
+    base, cand = doc_with(BASE, "r1"), doc_with(BASE, "r2")
+    for doc, values in ((base, before), (cand, after)):
+        for sample, value in zip(doc["cases"][0]["samples"], values):
+            holder = sample
+            for key in where[:-1]:
+                holder = holder.setdefault(key, {})
+            holder[where[-1]] = value
+    a = by_server(compare.compare(base, cand))["a"]
+    assert a.verdict == "slower" and a.figure("req/s").direction is None
+    assert a.figure(figure).direction == "worse" and a.figure(figure).p_value < 0.05
+    assert a.reason.startswith(figure + " +")
+    # a looser threshold, as the flags give it, lets the same change pass
+    loose = compare.compare(base, cand, start_threshold=0.7, memory_threshold=0.4)
+    assert by_server(loose)["a"].verdict == "unchanged"

@@ -121,3 +121,47 @@ def test_history_command_shows_where_the_key_changed(tmp_path, capsys):
     assert ("- at 20260113T000000Z-box (after 20260112T000000Z-box): different settings: "
             "preset default vs nightly") in out
     assert len(list(charts.iterdir())) == 2
+
+
+def with_start_and_memory(docs: list[dict], starts: list[float], peaks: list[float],
+                          seed: int = 5) -> list[dict]:
+    """Each night's get-user samples given a start-up (s) and a peak memory (MiB) around
+    that night's level, 2 % noise."""
+    rng = random.Random(seed)
+    for doc, start, peak in zip(docs, starts, peaks):
+        for sample in doc["cases"][0]["samples"]:
+            sample.setdefault("overhead_s", {})["start_to_ping"] = start * (1 + rng.gauss(0, 0.02))
+            sample["resources"]["server"]["memory_peak_mb"] = peak * (1 + rng.gauss(0, 0.02))
+    return docs
+
+
+def test_a_step_in_start_up_or_memory_is_found_where_req_s_held():
+    """A dependency bump that doubles the start-up on night 13 and one that adds 30 % of
+    memory on night 7, req/s flat: each is a step of its own figure's series only."""
+    docs = with_start_and_memory(nightly_docs([1000.0] * 24),
+                                 [0.2] * 12 + [0.4] * 12, [40.0] * 6 + [52.0] * 18)
+    by_figure = {figure: {s.test: s for s in history.build(docs, figure=figure)}["get user"]
+                 for figure in ("req/s", "start-up", "peak memory")}
+    assert by_figure["req/s"].change_points == []
+    [start] = by_figure["start-up"].change_points
+    assert start.index == 12 and 0.9 < start.change < 1.1
+    assert by_figure["start-up"].points[0].median < 0.25
+    [memory] = by_figure["peak memory"].change_points
+    assert memory.index == 6 and 0.25 < memory.change < 0.35
+    # the plain case measured neither: no series at all rather than zeros
+    assert {s.test for s in history.build(docs, figure="start-up")} == {"get user"}
+
+
+def test_history_command_follows_the_figure_it_is_asked_for(tmp_path, capsys):
+    docs = with_start_and_memory(nightly_docs([1000.0] * 12), [0.2] * 6 + [0.4] * 6,
+                                 [40.0] * 12)
+    for doc in docs:
+        results.save(doc, results.run_dir(tmp_path, "box-1", doc["run_id"]))
+    charts = tmp_path / "charts"
+    assert main(["history", "--machine", "box-1", "--results-dir", str(tmp_path),
+                 "--test", "get_user", "--figure", "startup", "--charts", str(charts)]) == 0
+    out = capsys.readouterr().out
+    assert "last median start-up (ms)" in out
+    row = next(line for line in out.splitlines() if "get user" in line)
+    assert 380 < float(row.split("|")[6]) < 420 and " at 20260107T000000Z-box" in row
+    assert [p.name for p in charts.iterdir()] == ["a_postgres_raw_get_user_c64.png"]
