@@ -37,6 +37,7 @@ class Footprint:
     load_split_mb: dict | None = None   # under load: PSS's anon / file / shmem
     cap_split_mb: dict | None = None    # --server-memory: the cgroup's anon / file / sock /
     cap_kind: str | None = None         # kernel at the window's end, and the cap's kind
+    artefact_mb: float | None = None    # what runs, as its build recorded it (None: no build)
 
 
 def spread(values: list[float]) -> Spread | None:
@@ -56,10 +57,10 @@ def median_parts(parts: list[dict | None], names: tuple[str, ...]) -> dict | Non
     return out or None
 
 
-def case_footprint(case: dict) -> Footprint | None:
+def case_footprint(case: dict, build: dict | None = None) -> Footprint | None:
     """The footprint of a case with derived stats (bench.analysis.statistics.refresh);
     None when no ok sample has a start-up or memory figure (runs stored before either
-    was measured)."""
+    was measured). `build`: its server's build record (the run's "builds")."""
     ok = [s for s in case.get("samples", []) if s.get("status") == results.OK]
     process = [s.get("server_process") or {} for s in ok]
     ping = spread([(s.get("overhead_s") or {}).get("start_to_ping") for s in ok])
@@ -81,6 +82,7 @@ def case_footprint(case: dict) -> Footprint | None:
         cap_split_mb=median_parts([{k.removesuffix("_mb"): v for k, v in c.items()}
                                    for c in caps], ("anon", "file", "sock", "kernel")),
         cap_kind=caps[0]["kind"] if caps else None,
+        artefact_mb=(build or {}).get("size_mb"),
         start_to_ping_s=ping,
         start_to_ready_s=spread([(s.get("overhead_s") or {}).get("start_to_ready")
                                  for s in ok]),

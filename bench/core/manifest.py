@@ -113,6 +113,10 @@ class ServerSpec:
     # its folder, the first ones after its build when `after_build` (npm test needs the
     # node_modules the build installs)
     unit_tests: "UnitTests | None" = None
+    # what runs, as paths with placeholders (a binary, a JAR, its own virtualenv, its
+    # folder with node_modules): the build record's size (bench.session.session); empty =
+    # nothing of its own (a server run by a system package's binaries)
+    artefacts: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -331,6 +335,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         toolchain=parse_toolchain(data, path),
         suite=_suite(data, databases, path),
         unit_tests=_unit_tests(data, path),
+        artefacts=tuple(str(a) for a in data.get("artefacts", [])),
     )
 
 

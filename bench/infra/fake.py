@@ -42,7 +42,7 @@ ENDING = {signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGQUIT, signal.
 CPU_SHARE = 0.5                # cores each fake process is said to use while it runs
 MEMORY_MB = 20.0               # and its memory
 FILE_STEPS = ("euid", "make_temp_folder", "make_folder", "write_file", "append", "tail_file",
-              "remove")        # a FakeHost's files are this machine's: done for real
+              "remove", "sizes")        # a FakeHost's files are this machine's: done for real
 
 
 def example(pattern: str) -> str:

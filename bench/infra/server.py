@@ -77,6 +77,8 @@ def template_values(spec: manifest.ServerSpec, settings: Settings, database: str
     where = envs.location(spec, host)      # its own virtualenv, a --dep's copy of it
     return {
         "python": where.python or host.project_path(sys.executable),
+        # its own environment's root (a virtualenv, a --dep's copy), "" when it has none
+        "env": where.env_root or "",
         "dir": where.dir or host.project_path(spec.dir),
         "servers_dir": host.project_path(spec.dir.parent),
         "cache_dir": where.cache_dir or (str(spec.cache_dir) if spec.cache_dir

@@ -274,6 +274,56 @@ def protocol_chart(table: EffectTable, doc: dict, path: Path) -> Path | None:
     return path
 
 
+FOOTPRINT_CHART = "cost-to-run.png"
+
+
+def footprint_chart(doc: dict, path: Path) -> Path | None:
+    """What each case costs to run, two scatters: req/s against the peak memory under load
+    (up and to the left is better), and the start-up against the size of what runs (down
+    and to the left); one point per case, labelled. None when no case has the figures."""
+    from bench.analysis.footprint import case_footprint
+    from bench.analysis.statistics import refresh
+    refresh(doc)
+    points = []
+    for case in doc["cases"]:
+        fp = case_footprint(case, (doc.get("builds") or {}).get(case["server"]))
+        if fp is not None:
+            label = case["server"] if case["database"] == "none" else \
+                f"{case['server']} ({case['database']}, {'orm' if case.get('orm') else 'raw'})"
+            points.append((f"{label}: {case['test']}", fp))
+    memory = [(n, f.load_peak_mb, f.requests_per_sec) for n, f in points
+              if f.load_peak_mb and f.requests_per_sec]
+    # start-up is the server's, whatever the test: one point per server
+    start = {n.split(":")[0].split(" (")[0]: (f.artefact_mb, f.start_to_ping_s.median * 1000)
+             for n, f in points if f.artefact_mb and f.start_to_ping_s}
+    if not memory and not start:
+        return None
+    fig, (left, right) = _subplots(1, 2, figsize=(12, 5.2))
+    for ax, found, xlabel, ylabel, title in (
+            (left, memory, "peak memory under load (MiB, PSS)", "median req/s",
+             "throughput against memory"),
+            (right, [(n, x, y) for n, (x, y) in start.items()],
+             "what runs (MiB: binary, jar, virtualenv, node_modules)",
+             "median start-up to /ping/ (ms)", "start-up against size")):
+        if not found:
+            ax.set_axis_off()
+            continue
+        ax.scatter([x for _, x, _ in found], [y for _, _, y in found], color="#2b6cb0", s=18)
+        for name, x, y in found:
+            ax.annotate(name, (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel, fontsize=9)
+        ax.set_ylabel(ylabel, fontsize=9)
+        ax.set_title(title, fontsize=11)
+        ax.grid(True, which="major", alpha=0.3)
+    fig.subplots_adjust(bottom=0.24, top=0.92, wspace=0.3)
+    _caption(fig, header_sentence(doc) + " One point per case (left) or server (right), "
+                  "medians of the ok samples; the sizes as each build recorded them.")
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
 def _save_two_panels(fig, axes, doc: dict, path: Path, bottom_margin: float) -> Path:
     """req/s above, p99 below (a sweep's or a release sweep's chart): grid, caption, file."""
     for ax in axes:
@@ -295,6 +345,8 @@ def run_charts(tables: list[Table], doc: dict, folder: Path,
             for s in release_series(tables, doc.get("settings", {}))]
     out += [p for t in protocol_effects(doc)
             if (p := protocol_chart(t, doc, folder / t.chart_name))]
+    if (path := footprint_chart(doc, folder / FOOTPRINT_CHART)):
+        out.append(path)
     for table in tables:
         name = slug(table.title)
         for draw, kind in ((throughput_chart, "throughput"), (latency_chart, "latency")):

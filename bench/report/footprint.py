@@ -11,7 +11,7 @@ from bench.report.cost import section_markdown, section_html
 HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
            "to ready ms", "idle MiB", "under load MiB (mean / peak)",
            "of which own / files / shmem MiB", "req/s per GiB", "requests per CPU-s",
-           "memory"]
+           "memory", "what runs MiB"]
 # only in a run with --server-memory
 CAP_HEADER = "capped cgroup: anon / page cache / sockets / kernel MiB"
 EXPLAINED = (
@@ -30,7 +30,10 @@ EXPLAINED = (
     "account at its fullest reading in the window (memory.stat: anon, page cache, sockets, kernel; v1: "
     "rss, cache, kmem.tcp, kmem). req/s per GiB: the median req/s over the peak; requests "
     "per CPU-s: requests answered per second of the server's CPU (its cgroup where it "
-    "has one, else the sampled /proc figures).")
+    "has one, else the sampled /proc figures). What runs: the size of the files the "
+    "server runs from, as its build recorded them (its manifest's artefacts: a binary, "
+    "a jar, its own virtualenv, its folder with node_modules; each manifest's notes say "
+    "how shared code is counted); \"-\" for a server with no build of its own.")
 
 
 def _ms(value: Spread | None) -> str:
@@ -65,7 +68,7 @@ def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
         if not case.get("stats"):
             case = {**case, "stats": statistics.summarise_case(
                 case["samples"], doc["settings"].get("unstable_cv") or 0.10)}
-        fp = footprint.case_footprint(case)
+        fp = footprint.case_footprint(case, (doc.get("builds") or {}).get(case["server"]))
         if fp is None:
             continue
         idle = "-" if fp.idle_mb is None else _mb(fp.idle_mb.median)
@@ -75,7 +78,7 @@ def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
                      f"{_mb(fp.load_mean_mb)} / {_mb(fp.load_peak_mb)}",
                      _parts(fp.load_split_mb, ("anon", "file", "shmem")),
                      _num(fp.requests_per_sec_per_gib), _num(fp.requests_per_cpu_s),
-                     fp.memory_kind or "-"])
+                     fp.memory_kind or "-", _mb(fp.artefact_mb)])
         capped.append(_parts(fp.cap_split_mb, ("anon", "file", "sock", "kernel")))
     if all(cell == "-" for cell in capped):
         return HEADERS, rows

@@ -190,6 +190,8 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
     for table in rates:
         parts += _rates_html(table, images)
     parts += cost.cost_html(doc) + footprint.footprint_html(doc)
+    if charts.FOOTPRINT_CHART in images:
+        parts.append(_img(images[charts.FOOTPRINT_CHART], "what each case costs to run"))
     parts += ["<h2>Verification</h2>", _verification(doc), *_conformance(doc),
               "<h2>Environment</h2>", _environment(doc)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Iterable, Iterator, Protocol, Sequence
 
 from bench.core.context import RunContext
+from bench.core import manifest
 from bench.core.manifest import ServerSpec
 from bench.core.plan import Case, databases_needed
 from bench.core.settings import NO_PROXY, Settings
 from bench.infra import databases, db
 from bench.infra.hosts import Hosts
 from bench.infra.proxy import ProxySpec, build_proxy
-from bench.infra.server import ServerError, build, needs_build
+from bench.infra.server import ServerError, build, needs_build, template_values
 from bench.infra.signals import shielded, sigterm_as_interrupt
 from bench.session import preflight
 from bench.session.preflight import FOR_RUN, Needs, PreflightError
@@ -260,6 +261,20 @@ class Session:
                 seconds = build(spec, self.launch, log, host=self.host("server"))
         except ServerError as exc:
             return BuildOutcome(BuildRecord.failed(str(exc)), reason=exc.reason)
-        return BuildOutcome(BuildRecord.succeeded(seconds))
+        return BuildOutcome(BuildRecord.succeeded(seconds, self._artefact_sizes(spec)))
+
+    def _artefact_sizes(self, spec: ServerSpec | ProxySpec) -> dict | None:
+        """MiB of each of what the server runs (its manifest's `artefacts`), on the host
+        that built it; None when it declares none or the host cannot tell."""
+        if not getattr(spec, "artefacts", ()):
+            return None
+        host = self.host("server")
+        values = template_values(spec, self.launch, "none", host)
+        paths = [manifest.expand(a, values) for a in spec.artefacts]
+        try:
+            found = host.call("sizes", paths=paths)
+        except Exception:  # noqa: BLE001 - a size is a figure, never a failed build
+            return None
+        return {p: None if found.get(p) is None else round(found[p] / 2**20, 2) for p in paths}
 
 

@@ -82,10 +82,18 @@ class BuildRecord(Record):
     ok: bool
     seconds: float
     error: str | None
+    # what runs (the manifest's `artefacts`) once built: path -> MiB (None: missing), and
+    # their sum
+    artefacts: dict | None = optional()
+    size_mb: float | None = optional()
 
     @classmethod
-    def succeeded(cls, seconds: float) -> "BuildRecord":
-        return cls(ok=True, seconds=round(seconds, 2), error=None)
+    def succeeded(cls, seconds: float, artefacts: dict | None = None) -> "BuildRecord":
+        if not artefacts:
+            return cls(ok=True, seconds=round(seconds, 2), error=None)
+        found = [v for v in artefacts.values() if v is not None]
+        return cls(ok=True, seconds=round(seconds, 2), error=None, artefacts=artefacts,
+                   size_mb=round(sum(found), 2) if len(found) == len(artefacts) else None)
 
     @classmethod
     def failed(cls, error: str) -> "BuildRecord":

@@ -56,7 +56,9 @@ def test_report_opens_from_disk_with_every_table_and_chart(browser, tmp_path):
     # text from the results is escaped, never run
     assert "<script>alert(1)</script>" in page_tables[0].text
     images = browser.find_elements(By.TAG_NAME, "img")
-    assert len(images) == 6                                # throughput + latency per test
+    # throughput + latency per test, and what each case costs to run
+    assert len(images) == 6 + 1
+    assert images[-1].get_attribute("alt") == "what each case costs to run"
     for img in images:
         assert browser.execute_script(
             "return arguments[0].complete && arguments[0].naturalWidth > 0", img), \

@@ -161,6 +161,12 @@ def test_full_run_of_a_go_and_a_python_server(tmp_path):
     assert "fastapi" in doc["servers"]["fastapi"]["versions"]
     assert any("gin-gonic/gin" in name for name in doc["servers"]["gin"]["versions"])
     assert doc["environment"]["cpus_usable"] >= 1 and doc["environment"]["git"]["commit"]
+    # what runs, as each build recorded it: gin's binary to the byte; fastapi's own
+    # virtualenv (its packages), its folder and the shared _pycommon, all present
+    [(binary, gin_mb)] = doc["builds"]["gin"]["artefacts"].items()
+    assert binary.endswith("/gin/server") and gin_mb == round(os.path.getsize(binary) / 2**20, 2)
+    fastapi = doc["builds"]["fastapi"]
+    assert len(fastapi["artefacts"]) == 3 and fastapi["size_mb"] > 20     # pydantic alone is more
     update = next(c for c in doc["cases"] if c["id"] == "fastapi/mysql/raw/update_user@c16")
     checks = update["samples"][0]["checks"]
     assert checks["rows_after"] == 10_000 and checks["rows_updated"] > 0

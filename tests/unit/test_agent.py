@@ -223,3 +223,18 @@ def test_the_agent_stops_its_children_when_its_stdin_ends():
     bot.proc.stdin.close()                                          # the SSH session died
     assert bot.proc.wait(timeout=10) == 0
     assert procfs.status([[started["pid"], started["start"]]]) in ([None], ["zombie"])
+
+
+def test_sizes_count_a_files_bytes_once_and_never_follow_a_link(tmp_path):
+    from bench.infra.agent import files
+    folder = tmp_path / "app"
+    (folder / "lib").mkdir(parents=True)
+    (folder / "lib" / "a.bin").write_bytes(b"x" * 3000)
+    os.link(folder / "lib" / "a.bin", folder / "hard.bin")      # the same file again
+    (folder / "b.txt").write_bytes(b"y" * 500)
+    outside = tmp_path / "big"
+    outside.write_bytes(b"z" * 100_000)
+    os.symlink(outside, folder / "link")                        # its target is not counted
+    found = files.sizes([str(folder), str(folder / "b.txt"), str(tmp_path / "missing")])
+    assert found[str(folder / "b.txt")] == 500 and found[str(tmp_path / "missing")] is None
+    assert 3500 < found[str(folder)] < 3500 + 200                # + the link's own few bytes

@@ -120,6 +120,18 @@ def test_every_real_manifest_says_how_to_count_its_workers():
         assert check.count != "none" or len(check.reason) > 40, s.id
 
 
+def test_every_real_manifest_says_what_runs_and_how_it_is_counted():
+    """`artefacts` (the build record's size): a server that builds names what it runs,
+    in placeholders the harness knows, and its notes say how shared code is counted."""
+    from bench.core.settings import Settings
+    from bench.infra.server import needs_build, template_values
+    for s in manifest.discover().values():
+        assert len(s.notes.get("artefacts", "")) > 60, s.id
+        assert bool(s.artefacts) == needs_build(s), s.id
+        values = template_values(s, Settings(), "none")
+        assert all(manifest.expand(a, values).startswith("/") for a in s.artefacts), s.id
+
+
 def test_manifest_errors_are_clear(tmp_path):
     folder = tmp_path / "x"
     folder.mkdir()

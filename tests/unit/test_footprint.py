@@ -58,10 +58,15 @@ def test_the_table_row_says_each_figure_with_its_unit():
     doc_case = case(sample(0.25, 100.0, 130.0, 150.0), sample(0.35, 102.0, 132.0, 140.0))
     for s, anon in zip(doc_case["samples"], (100.0, 110.0)):
         s["resources"]["server"]["memory_split_mb"] = {"anon": anon, "file": 20.0, "shmem": 0.0}
-    headers, rows = footprint.footprint_table({"cases": [doc_case]})
+    built = {"s": {"ok": True, "seconds": 0.3, "error": None, "size_mb": 12.5,
+                   "artefacts": {"/cache/s/server": 12.5}}}
+    headers, rows = footprint.footprint_table({"cases": [doc_case], "builds": built})
     assert headers == footprint.HEADERS
     assert rows == [["plain", "s", "none", "raw", "5,000", "300 [250-350]", "400 [350-450]",
-                     "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "34,133", "5,000", "pss"]]
+                     "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "34,133", "5,000", "pss",
+                     "12.5"]]
+    # a server with no build of its own (nginx) has no size
+    assert footprint.footprint_table({"cases": [doc_case]})[1][0][-1] == "-"
     assert footprint.footprint_markdown({"cases": []}) == []
 
 
@@ -77,4 +82,4 @@ def test_a_capped_run_adds_the_cgroups_own_account_of_the_memory():
     assert fp.cap_kind == "cgroup v1 memory.limit_in_bytes"
     headers, rows = footprint.footprint_table({"cases": [capped]})
     assert headers == footprint.HEADERS + [footprint.CAP_HEADER]
-    assert rows[0][-1] == "120.0 / 4.0 / 2.0 / -" and rows[0][-5] == "-"     # no PSS parts
+    assert rows[0][-1] == "120.0 / 4.0 / 2.0 / -" and rows[0][-6] == "-"     # no PSS parts

@@ -111,7 +111,7 @@ def test_the_html_report_has_the_rate_tables_and_their_chart(tmp_path):
     assert "latency at fixed request rates" in page and "5,000 req/s" in page
     assert (tmp_path / "charts" / "get_user__latency_at_fixed_request_rates__64_connections__"
                                   "keep_alive__open_model-rate.png").exists()
-    assert page.count("data:image/png;base64") == 3   # throughput, latency, rate
+    assert page.count("data:image/png;base64") == 4   # throughput, latency, rate, cost to run
 
 
 def test_the_html_table_of_a_ceiling_has_its_column(tmp_path):

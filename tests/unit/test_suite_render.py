@@ -141,8 +141,8 @@ def test_the_report_embeds_the_level_chart_and_the_speed_up(tmp_path):
     assert (tmp_path / "charts" / series.chart_name).stat().st_size > 0
     assert "queries: req/s against n" in page and "cache speed-up" in page
     assert re.search(r"<td[^>]*>\s*30.00× \[", page)
-    # throughput + latency per table with ok rows (7), the levels chart
-    assert page.count("data:image/png;base64") == 2 * 7 + 1
+    # throughput + latency per table with ok rows (7), the levels chart, cost to run
+    assert page.count("data:image/png;base64") == 2 * 7 + 1 + 1
 
 
 def test_the_level_chart_has_a_log_n_axis(tmp_path, monkeypatch):

@@ -65,3 +65,28 @@ def remove(paths: list[str]) -> list[str]:
 
 def expand(path: str | None) -> str | None:
     return os.path.expanduser(path) if path else path
+
+
+def sizes(paths: list[str]) -> dict:
+    """{path: bytes} of each file or folder (everything below it, symbolic links not
+    followed, a file linked several times counted once: what the program's files take,
+    apparent sizes), None for a path that does not exist."""
+    out: dict = {}
+    for path in paths:
+        if not os.path.lexists(path):
+            out[path] = None
+            continue
+        seen, total = set(), 0
+        walk = [(path, [], [""])] if not os.path.isdir(path) or os.path.islink(path) \
+            else os.walk(path)
+        for root, _, names in walk:
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(root, name) if name else root)
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_size
+        out[path] = total
+    return out

@@ -76,6 +76,7 @@ STEPS = {
     "euid": files.euid, "make_temp_folder": files.make_temp_folder,
     "make_folder": files.make_folder, "write_file": files.write_file,
     "append": files.append, "tail_file": files.tail_file, "remove": files.remove,
+    "sizes": files.sizes,
     "send_signal": send_signal, "survey": survey,
     "server_processes": procfs.server_processes, "listeners": procfs.listeners,
     "postgres_bindir": programs.postgres_bindir, "mysqld_binaries": programs.mysqld_binaries,
