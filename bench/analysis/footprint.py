@@ -38,6 +38,8 @@ class Footprint:
     cap_split_mb: dict | None = None    # --server-memory: the cgroup's anon / file / sock /
     cap_kind: str | None = None         # kernel at the window's end, and the cap's kind
     artefact_mb: float | None = None    # what runs, as its build recorded it (None: no build)
+    # spawn to the first 200 of the case's own endpoint (None: a test that writes)
+    start_to_first_answer_s: Spread | None = None
 
 
 def spread(values: list[float]) -> Spread | None:
@@ -83,6 +85,8 @@ def case_footprint(case: dict, build: dict | None = None) -> Footprint | None:
                                    for c in caps], ("anon", "file", "sock", "kernel")),
         cap_kind=caps[0]["kind"] if caps else None,
         artefact_mb=(build or {}).get("size_mb"),
+        start_to_first_answer_s=spread([(s.get("overhead_s") or {}).get("start_to_first_answer")
+                                        for s in ok]),
         start_to_ping_s=ping,
         start_to_ready_s=spread([(s.get("overhead_s") or {}).get("start_to_ready")
                                  for s in ok]),

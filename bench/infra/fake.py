@@ -383,7 +383,7 @@ class FakeHost:
     def which(self, tool: str) -> str | None:
         return None if tool in self.missing_tools else f"/usr/bin/{tool}"
 
-    def http_get(self, url: str, timeout: float) -> HttpAnswer:
+    def http_get(self, url: str, timeout: float, headers: dict | None = None) -> HttpAnswer:
         """The answer of whatever the fake listens with on the URL's port (one accepted
         connection each); HttpUnanswered when nothing listens there."""
         parts = urlsplit(url)

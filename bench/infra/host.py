@@ -296,9 +296,9 @@ class LocalHost:
     def which(self, tool: str) -> str | None:
         return shutil.which(tool)
 
-    def http_get(self, url: str, timeout: float) -> HttpAnswer:
+    def http_get(self, url: str, timeout: float, headers: dict | None = None) -> HttpAnswer:
         """GET url from this machine (HttpUnanswered when nothing answers)."""
-        return http_get(url, timeout)
+        return http_get(url, timeout, headers)
 
     def call(self, op: str, **args) -> Any:
         """One of the agent's host-side steps (bench/infra/agent/steps.py), run here."""

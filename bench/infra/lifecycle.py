@@ -50,12 +50,15 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                    settle_db: Callable[[], Any] | None = None,
                    proxy: Any = None, host: Host = LOCAL,
                    on_phase: Callable[[str], None] = lambda name: None,
-                   protocol: str = "h1", tls: Any = None) -> Iterator[Running]:
+                   protocol: str = "h1", tls: Any = None,
+                   first_request: tuple[str, dict] | None = None) -> Iterator[Running]:
     """A freshly restored table and a freshly started, ready server; always stopped.
 
     `proxy` (a ProxySpec): the server listens on the upstream port and the proxy takes
     the server's port, so clients find it where they would find the server; its clients
     speak `protocol` (bench.core.protocols), over TLS with `tls` (bench.infra.certs).
+    `first_request` (path, headers): the case's own endpoint, asked once /ping/
+    answered; the seconds from the spawn to its first 200 are `start_to_first_answer`.
     `on_phase` hears each step's name as it begins (a progress display shows it).
     `overhead_s` (a dict of the caller's, or a new one) is filled as the steps happen, so
     a caller that catches an exception still has the timings of the steps that ran.
@@ -64,6 +67,7 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
         dataclasses.replace(settings, port=settings.upstream_port)
     running = Running(ServerProcess(variant, server_settings, endpoint, log_path, host),
                       overhead_s if overhead_s is not None else {})
+    running.server.first_request = first_request
     overhead = running.overhead_s
     if endpoint is not None:
         on_phase("restore")
@@ -84,6 +88,8 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
         overhead["start_to_ready"] = round(time.monotonic() - t0, 4)
         if running.server.ping_s is not None:    # the start-up figure: spawn to /ping/
             overhead["start_to_ping"] = round(running.server.ping_s, 4)
+        if running.server.first_answer_s is not None:     # ... to the case's endpoint
+            overhead["start_to_first_answer"] = round(running.server.first_answer_s, 4)
         if verifier is not None:
             on_phase("verify")
             running.verification = verifier(running.server)

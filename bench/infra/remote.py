@@ -307,10 +307,10 @@ class RemoteHost:
     def which(self, tool: str) -> str | None:
         return self._call("which", tool=tool)
 
-    def http_get(self, url: str, timeout: float) -> HttpAnswer:
+    def http_get(self, url: str, timeout: float, headers: dict | None = None) -> HttpAnswer:
         """GET url from the harness's machine, as for a server on LocalHost: a readiness
         check asks what the load generator's clients will reach."""
-        return http_get(url, timeout)
+        return http_get(url, timeout, headers)
 
     def call(self, op: str, **args) -> Any:
         """One of the agent's host-side steps (bench/infra/agent/steps.py), run there;

@@ -140,7 +140,8 @@ class Host(Protocol):
     def port_is_free(self, port: int, host: str = "127.0.0.1") -> bool: ...
     def tcp_connections_accepted(self) -> int: ...
     def which(self, tool: str) -> str | None: ...
-    def http_get(self, url: str, timeout: float) -> HttpAnswer: ...
+    def http_get(self, url: str, timeout: float,
+                 headers: dict | None = None) -> HttpAnswer: ...
 
     # the agent's host-side steps (bench/infra/agent/steps.py), by name
     def call(self, op: str, **args) -> Any: ...
@@ -174,14 +175,14 @@ def born_in(argv: list[str], procs_file: str) -> list[str]:
     return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs_file, *argv]
 
 
-def http_get(url: str, timeout: float) -> HttpAnswer:
+def http_get(url: str, timeout: float, headers: dict | None = None) -> HttpAnswer:
     """GET url from the harness's machine (where the readiness checks have always been
     made from, whichever host runs the server); HttpUnanswered when nothing answers.
     Its connection is closed before this returns: none of the harness's own stays open
     to a server while the load runs."""
     import requests
     try:
-        r = requests.get(url, timeout=timeout)
+        r = requests.get(url, timeout=timeout, headers=headers)
     except requests.RequestException as exc:
         raise HttpUnanswered(url, type(exc).__name__) from None
     return HttpAnswer(r.status_code, dict(r.headers), r.content)

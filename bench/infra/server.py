@@ -217,6 +217,11 @@ class ServerProcess:
         # read once the server stopped
         self.memory_cap: MemoryCap | None = None
         self.memory_cap_at_stop: dict | None = None
+        # the case's own endpoint (path, headers), asked right after /ping/ answered: the
+        # start-up to its first correct answer (a pool or a template made on first use
+        # shows here, not at /ping/); None: not asked (a request that writes, or none)
+        self.first_request: tuple[str, dict] | None = None
+        self.first_answer_s: float | None = None
         # W processes, or the threads a threads-scheduling runtime is given
         self.workers = server_workers(self.spec, settings, host)
         self.budget = db_budget(self.spec, settings, variant.database)
@@ -309,6 +314,8 @@ class ServerProcess:
         self._wait_ping(start, timeout)
         if self.spawned_at is not None:
             self.ping_s = time.monotonic() - self.spawned_at
+            if self.first_request is not None:
+                self._wait_first_answer(start + timeout)
         self._wait_workers(time.monotonic() + min(settle_s, timeout))
         waited = time.monotonic() - start
         self.idle_memory = memory_now(self.host, self.pids())
@@ -335,6 +342,25 @@ class ServerProcess:
         self.fetch_log()
         raise ServerError(f"{self.spec.id} was not ready after {timeout:.0f}s (GET /ping/ must "
                           f"answer {expected}; last: {last})", self.log_path)
+
+    def _wait_first_answer(self, deadline: float) -> None:
+        """Until the case's endpoint answers 200: its time from the spawn. A 5xx or no
+        answer is a server still warming up (asked again); a 4xx is a request it will
+        never answer so (left to verification, no figure)."""
+        path, headers = self.first_request
+        while time.monotonic() < deadline:
+            self._raise_if_exited()
+            try:
+                answer = self.host.http_get(f"{self.base_url}{path}", timeout=1,
+                                            headers=headers)
+            except HttpUnanswered:
+                answer = None
+            if answer is not None and answer.status == 200:
+                self.first_answer_s = time.monotonic() - self.spawned_at
+                return
+            if answer is not None and 400 <= answer.status < 500:
+                return
+            time.sleep(PING_POLL_S)
 
     def _wait_workers(self, deadline: float) -> None:
         """Until the census shows W workers, or `deadline` (then the count is left to

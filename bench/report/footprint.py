@@ -9,7 +9,7 @@ from bench.analysis.footprint import Spread
 from bench.report.cost import section_markdown, section_html
 
 HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
-           "to ready ms", "idle MiB", "under load MiB (mean / peak)",
+           "to its test's first answer ms", "to ready ms", "idle MiB", "under load MiB (mean / peak)",
            "of which own / files / shmem MiB", "req/s per GiB", "requests per CPU-s",
            "memory", "what runs MiB"]
 # only in a run with --server-memory
@@ -17,8 +17,11 @@ CAP_HEADER = "capped cgroup: anon / page cache / sockets / kernel MiB"
 EXPLAINED = (
     "Start-up: from the harness's spawn of the server to the first GET /ping/ it answered "
     "as itself (polled every 10 ms), the median [lowest-highest] of the case's samples: "
-    "every sample starts its server anew, so each is a cold start; to ready: until the "
-    "census counted all W workers too. Memory: the server's whole process tree, PSS "
+    "every sample starts its server anew, so each is a cold start; to its test's first "
+    "answer: until the case's own endpoint (the first of the paths its load draws, with "
+    "the token) first answered 200, asked right after /ping/ (a pool or a template made "
+    "on first use shows here; \"-\" for a test that writes, which is not asked twice); "
+    "to ready: until the census counted all W workers too. Memory: the server's whole process tree, PSS "
     "(each page shared by several processes split between them) from "
     "/proc/<pid>/smaps_rollup; idle: once ready, before verification or "
     "load sent it anything; under load: read once a second in the measured window, the "
@@ -74,7 +77,8 @@ def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
         idle = "-" if fp.idle_mb is None else _mb(fp.idle_mb.median)
         rows.append([case["test"], case["server"], case["database"],
                      "orm" if case.get("orm") else "raw", _num(fp.requests_per_sec),
-                     _ms(fp.start_to_ping_s), _ms(fp.start_to_ready_s), idle,
+                     _ms(fp.start_to_ping_s), _ms(fp.start_to_first_answer_s),
+                     _ms(fp.start_to_ready_s), idle,
                      f"{_mb(fp.load_mean_mb)} / {_mb(fp.load_peak_mb)}",
                      _parts(fp.load_split_mb, ("anon", "file", "shmem")),
                      _num(fp.requests_per_sec_per_gib), _num(fp.requests_per_cpu_s),

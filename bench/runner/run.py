@@ -31,7 +31,7 @@ from bench.load import generator as load_generator
 from bench.report import console
 from bench.report.progress import Display
 from bench.runner.cache import not_filled
-from bench.runner.measure import Measurement, Measurer
+from bench.runner.measure import Measurement, Measurer, first_request
 from bench.session import Session
 from bench.storage import results
 from bench.storage.case import CaseRecord
@@ -356,7 +356,10 @@ class Run:
                                 proxy=self.proxies.get(case.load.proxy),
                                 on_phase=self.display.phase,
                                 host=self.server_host, protocol=case.load.protocol,
-                                tls=self._certificates(case.load.protocol)) as running:
+                                tls=self._certificates(case.load.protocol),
+                                first_request=first_request(
+                                    case.test, case.n, self.context.load.seed,
+                                    self.settings.token)) as running:
                 if running.settled is not None:
                     record.db_settle = running.settled.as_dict()
                     if not running.settled.quiet:

@@ -13,7 +13,8 @@ def sample(start: float | None, idle: float | None, mean: float, peak: float,
            status: str = "ok", requests: int = 10_000, cpu_s: float = 2.0) -> dict:
     return {"status": status, "summary": {"requests": requests},
             "overhead_s": {"start_to_ready": (start or 0) + 0.1,
-                           **({"start_to_ping": start} if start is not None else {})},
+                           **({"start_to_ping": start, "start_to_first_answer": start + 0.01}
+                              if start is not None else {})},
             "server_process": {"memory_idle_mb": idle, "memory_idle_kind": "pss"},
             "resources": {"server": {"memory_mean_mb": mean, "memory_peak_mb": peak,
                                      "memory_kind": "pss", "cpu_s": cpu_s}}}
@@ -62,8 +63,8 @@ def test_the_table_row_says_each_figure_with_its_unit():
                    "artefacts": {"/cache/s/server": 12.5}}}
     headers, rows = footprint.footprint_table({"cases": [doc_case], "builds": built})
     assert headers == footprint.HEADERS
-    assert rows == [["plain", "s", "none", "raw", "5,000", "300 [250-350]", "400 [350-450]",
-                     "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "34,133", "5,000", "pss",
+    assert rows == [["plain", "s", "none", "raw", "5,000", "300 [250-350]", "310 [260-360]",
+                     "400 [350-450]", "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "34,133", "5,000", "pss",
                      "12.5"]]
     # a server with no build of its own (nginx) has no size
     assert footprint.footprint_table({"cases": [doc_case]})[1][0][-1] == "-"
