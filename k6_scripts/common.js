@@ -20,6 +20,8 @@
 //   BENCH_TIMEOUT   per-request timeout, seconds
 //   BENCH_CLOSE     "1": `Connection: close` on every request and a new TCP connection
 //                   each (k6's noConnectionReuse: Go's transport sends the header itself)
+//   BENCH_TLS13     "1": https, TLS 1.3 only (the run's one version); the certificate is
+//                   verified against the run's CA (SSL_CERT_FILE, set by k6.py)
 //   closed model:   BENCH_VUS, BENCH_DURATION (seconds), BENCH_ITERATIONS (optional:
 //                   shared-iterations with the duration as maxDuration)
 //   open model:     BENCH_RATE (iterations per BENCH_TIME_UNIT seconds), BENCH_VUS as
@@ -37,6 +39,8 @@ const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 export const ERROR_KINDS = ['connect', 'read', 'write', 'timeout', 'lost', 'status'];
 const counters = {};
 for (const kind of ERROR_KINDS) counters[kind] = new Counter('bench_error_' + kind);
+// answers over another protocol than HTTP/1.1 (never a silent fall-back or upgrade)
+const otherProtocol = new Counter('bench_other_protocol');
 
 // k6's error codes (docs: "Error codes") -> the wrk error kind closest to each
 export function errorKind(code) {
@@ -97,6 +101,8 @@ export function install(build, { contentType = null, pool = 1000 } = {}) {
     maxRedirects: 0,
     noConnectionReuse: env('BENCH_CLOSE', '0') === '1',
     userAgent: '',                   // wrk and oha send none
+    ...(env('BENCH_TLS13', '0') === '1'
+      ? { tlsVersion: { min: 'tls1.3', max: 'tls1.3' } } : {}),
     summaryTrendStats: ['min', 'avg', 'max', 'med', 'p(50)', 'p(75)', 'p(90)', 'p(99)',
                         'p(99.9)', 'count'],
   };
@@ -142,6 +148,7 @@ export function install(build, { contentType = null, pool = 1000 } = {}) {
     const res = http.request(method, base + path, body, params);
     if (res.status === 0) counters[errorKind(res.error_code)].add(1);
     else if (res.status < 200 || res.status > 299) counters.status.add(1);
+    if (res.status !== 0 && res.proto !== 'HTTP/1.1') otherProtocol.add(1);
   }
 
   function handleSummary(data) {

@@ -29,6 +29,7 @@ class Running:
     verification: Any = None                          # what the verifier returned, if any
     settled: Any = None                               # what settle_db returned, if any
     proxy: Any = None                                 # the proxy in front, if any
+    tls: Any = None                                   # the run's certificates, over TLS
 
     @property
     def base_url(self) -> str:
@@ -68,6 +69,7 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
     running = Running(ServerProcess(variant, server_settings, endpoint, log_path, host),
                       overhead_s if overhead_s is not None else {})
     running.server.first_request = first_request
+    running.tls = tls
     overhead = running.overhead_s
     if endpoint is not None:
         on_phase("restore")

@@ -57,6 +57,8 @@ class LoadRequest:
     # not) and HTTP/2's concurrent streams per connection (h2load's -m)
     protocol: str = "h1"
     streams: int = 1
+    # over TLS: the run's CA (PEM), for a generator that verifies the certificate (k6)
+    ca_file: str | None = None
 
     @property
     def open_model(self) -> bool:

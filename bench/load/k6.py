@@ -93,6 +93,7 @@ class K6Settings:
     iterations: int | None = None   # closed loop: this many requests shared among the VUs
     threads: int | None = None      # GOMAXPROCS; None = k6's default (every core)
     n: int | None = None
+    ca_file: str | None = None      # over https: the run's CA, the one root it trusts
 
     def __post_init__(self) -> None:
         if isinstance(self.connections, bool) or self.connections < 1:
@@ -196,6 +197,8 @@ def k6_command(test: str, base_url: str, settings: K6Settings,
            "BENCH_DURATION": _seconds(duration), "BENCH_TIMEOUT": _seconds(settings.timeout_s)}
     if settings.connection_close:
         env["BENCH_CLOSE"] = "1"
+    if base_url.startswith("https://"):
+        env["BENCH_TLS13"] = "1"        # the run's one TLS version (bench.infra.certs)
     if settings.n is not None:
         env["BENCH_N"] = str(int(settings.n))
     if settings.rate is not None:
@@ -341,6 +344,13 @@ def run_k6(test: str, base_url: str, settings: K6Settings, duration_s: float | N
                    for a in command[1:]]
     env = host.base_environment()
     env["K6_NO_USAGE_REPORT"] = "true"
+    # HTTP/1.1 only: Go's client would offer h2 by ALPN and take it from a proxy that
+    # speaks both (k6 has no option for it); every answer's protocol is checked besides
+    env["GODEBUG"] = "http2client=0"
+    if settings.ca_file:
+        # Go reads the system's roots from this file on Linux: the run's CA is the only
+        # one trusted, so the certificate is verified, never skipped
+        env["SSL_CERT_FILE"] = host.project_path(settings.ca_file)
     if settings.threads is not None:
         env["GOMAXPROCS"] = str(settings.threads)
     limit = duration + settings.timeout_s + KILL_GRACE_S
@@ -355,10 +365,21 @@ def run_k6(test: str, base_url: str, settings: K6Settings, duration_s: float | N
                         f"{exc}") from None
     summary = parse_k6_output(done.stdout, done.stderr, settings=settings,
                               duration_s=duration)
+    problem = protocol_problem(raw)
+    if problem:
+        raise LoadError(f"{problem}: {' '.join(command)}")
     return LoadResult(command=argv, summary=summary, client_cpu_s=done.cpu_s,
                       wall_s=done.wall_s, exit_code=done.returncode,
                       stderr_tail=_tail(done.stderr), raw=_compact(raw),
                       threads=settings.threads or 0, connections=settings.connections)
+
+
+def protocol_problem(raw: dict) -> str | None:
+    """Answers that came over another protocol than HTTP/1.1 (the script counts them): an
+    error of the sample, never a silent fall-back; None when there were none."""
+    other = _count(raw.get("metrics") or {}, "bench_other_protocol")
+    return f"k6: {other} of its answers came over another protocol than HTTP/1.1" \
+        if other else None
 
 
 def _compact(raw: dict) -> dict:
@@ -384,7 +405,8 @@ class K6:
                           timeout_s=request.timeout_s, seed=request.seed,
                           token=request.token, connection_close=request.connection_close,
                           rate=request.rate, threads=request.threads, n=request.n,
-                          iterations=None if request.open_model else request.iterations)
+                          iterations=None if request.open_model else request.iterations,
+                          ca_file=request.ca_file)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

@@ -141,6 +141,8 @@ class Measurer:
         # the rate points stay windows of time)
         request = self.request(case.test, running.base_url, case.load, seed, p.duration, rate,
                                n=case.n, iterations=p.iterations if rate is None else None)
+        if running.tls is not None:      # over TLS: the run's CA, for a generator that checks
+            request = replace(request, ca_file=str(running.tls.ca))
         foreign = ForeignLoad(self.server_host, lambda: self._role_pids(
             running, case.variant.database, client_pid))
 

@@ -259,3 +259,37 @@ def test_iterations_reach_k6_for_the_closed_loop_and_never_for_a_rate():
     assert "BENCH_ITERATIONS=100000" in k6.k6_command("plain", BASE, settings)
     rated = LoadRequest("plain", BASE, 16, 2, 1.0, 5.0, 1, "t", rate=100, iterations=50)
     assert k6.K6_GENERATOR.settings(rated).iterations is None
+
+
+def test_over_https_k6_keeps_to_tls_1_3_and_trusts_the_runs_ca_only(monkeypatch):
+    """The command says https (BENCH_TLS13: TLS 1.3 only); the run's CA reaches k6 as
+    SSL_CERT_FILE, and HTTP/2 is off in Go's client (GODEBUG), so h1-tls is HTTP/1.1."""
+    over_tls = k6.k6_command("plain", "https://127.0.0.1:18180", k6.K6Settings(4, 1.0))
+    assert "BENCH_TLS13=1" in over_tls
+    assert "BENCH_TLS13=1" not in k6.k6_command("plain", BASE, k6.K6Settings(4, 1.0))
+    seen = {}
+
+    class Host:
+        def base_environment(self):
+            return {}
+
+        def project_path(self, path):
+            return str(path)
+
+        def run(self, argv, *, timeout, env, on_start, cpus):
+            seen.update(env)
+            return Completed(argv, 0, "", "", 0.1, 1.0, False)
+    monkeypatch.setattr(k6, "require_k6", lambda host: ("/usr/bin/k6", "k6 v1.8.1"))
+    with pytest.raises(LoadError):      # no K6_JSON line: the command ran, then failed
+        k6.run_k6("plain", "https://127.0.0.1:18180",
+                  k6.K6Settings(4, 1.0, ca_file="/run/tls/ca.pem"), host=Host())
+    assert seen["SSL_CERT_FILE"] == "/run/tls/ca.pem" and seen["GODEBUG"] == "http2client=0"
+
+
+def test_answers_over_another_protocol_are_an_error_of_the_sample():
+    assert k6.protocol_problem({"metrics": {}}) is None
+    raw = {"metrics": {"bench_other_protocol": {"values": {"count": 12, "rate": 6.0}}}}
+    assert k6.protocol_problem(raw) == \
+        "k6: 12 of its answers came over another protocol than HTTP/1.1"
+    script = (ROOT / "k6_scripts" / "common.js").read_text()
+    assert "res.proto !== 'HTTP/1.1'" in script and "bench_other_protocol" in script
