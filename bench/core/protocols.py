@@ -3,8 +3,7 @@ the load, like the connection mode. Pure: names, what each needs, which generato
 it, what a run may combine.
 
 - h1: HTTP/1.1 over TCP, the default (case ids and keys stay as they were).
-- h1-tls: HTTP/1.1 over TLS 1.3 (wrk, or k6 trusting the run's CA; oha is refused until
-  given it).
+- h1-tls: HTTP/1.1 over TLS 1.3 (wrk, or oha and k6 trusting the run's CA).
 - h2: HTTP/2 over TLS 1.3, negotiated by ALPN (h2load, `-m` streams per connection).
 - h2c: HTTP/2 over TCP with prior knowledge (h2load).
 
@@ -24,8 +23,6 @@ HTTP2_GENERATOR = "h2load"
 NEGOTIATED = {"h1": "http/1.1", "h1-tls": "http/1.1", "h2": "h2", "h2c": "h2c"}
 # h2load sends what an input file lists: GETs only (bench.load.h2load)
 HTTP2_TESTS_REFUSED = ("update user",)
-# oha is not given the run's CA yet (k6 is: SSL_CERT_FILE, bench.load.k6)
-TLS_UNSUPPORTED_GENERATORS = ("oha",)
 
 
 def scheme(protocol: str) -> str:
@@ -63,12 +60,6 @@ def problems(protocols, tests, rates, behind, proxy_protocols: dict[str, tuple[s
     if rates:
         out.append("--rate (the open model) runs over HTTP/1.1 only for now: drop --rate or "
                    "--protocol " + ",".join(others))
-    # oha would verify the run's certificate against the system's CAs, not the run's
-    # own: h1-tls is measured with wrk or k6 until it is given it
-    over_tls = [g for g in generators if g in TLS_UNSUPPORTED_GENERATORS]
-    if over_tls and "h1-tls" in protocols:
-        out.append(f"--generator {','.join(over_tls)} with --protocol h1-tls: not built yet "
-                   f"(it is not given the run's CA); h1-tls is measured with wrk or k6")
     if any(p in HTTP2 for p in protocols):
         refused = [t for t in tests if t in HTTP2_TESTS_REFUSED]
         if refused:

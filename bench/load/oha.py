@@ -18,7 +18,7 @@ Every run is the same argv shape (`oha_command`):
 
     oha --no-tui --output-format json -z <ms> -w -c <connections>
         [-q <rate> --latency-correction] -t <ms> --disable-compression
-        -H "token: <token>" [--disable-keepalive]
+        -H "token: <token>" [--disable-keepalive] [--http-version 1.1 --cacert <CA>]
         [-m PATCH -T application/json -Z <bodies file>]
         --rand-regex-url <URL regex> --db-url <temp file>
 
@@ -101,6 +101,7 @@ class OhaSettings:
     # oha's tokio worker threads; None = oha's default (the physical cores)
     worker_threads: int | None = None
     n: int | None = None        # the database suite's rows per request
+    ca_file: str | None = None  # over https: the run's CA, which the certificate must chain to
 
     def __post_init__(self) -> None:
         if isinstance(self.connections, bool) or self.connections < 1:
@@ -195,6 +196,12 @@ def oha_command(test: str, base_url: str, settings: OhaSettings,
         # --disable-keepalive opened 200 (a counting http.server; both opened 200 against
         # one that honours the header).
         argv.append("--disable-keepalive")
+    if base_url.startswith("https://"):
+        # h1-tls: HTTP/1.1 only (oha offers no other by ALPN then), and the run's CA
+        # trusted besides the system's store, so the certificate is verified
+        argv += ["--http-version", "1.1"]
+        if settings.ca_file:
+            argv += ["--cacert", str(settings.ca_file)]
     if test == "update user":
         if bodies_file is None:
             raise ValueError("update user needs bodies_file: a file of update_bodies() lines")
@@ -446,7 +453,8 @@ class Oha:
                            duration_s=request.duration_s, timeout_s=request.timeout_s,
                            seed=request.seed, token=request.token,
                            connection_close=request.connection_close,
-                           worker_threads=request.threads, n=request.n)
+                           worker_threads=request.threads, n=request.n,
+                           ca_file=request.ca_file)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

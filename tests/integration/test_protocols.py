@@ -132,22 +132,25 @@ def test_a_handshake_offering_only_an_unspoken_protocol_is_refused_as_rfc_7301_s
 
 
 @pytest.mark.full          # every load generator besides wrk: `make test-all`
-def test_k6_measures_h1_tls_trusting_the_runs_ca_and_nothing_else(upstream, tmp_path):
-    """k6 over h1-tls through the proxy: with the run's CA it verifies the certificate and
-    every answer comes over HTTP/1.1 (h2 is offered by the proxy, and k6 must not take
-    it); without the CA, the same certificate is refused, so it was verified."""
-    from bench.load.k6 import K6_GENERATOR, require_k6
+@pytest.mark.parametrize("name", ["k6", "oha"])
+def test_k6_and_oha_measure_h1_tls_trusting_the_runs_ca(upstream, tmp_path, name):
+    """k6 and oha over h1-tls through the proxy: with the run's CA each verifies the
+    certificate and every answer comes over HTTP/1.1 (h2 is offered by the proxy, and
+    neither must take it); without the CA, the same certificate is refused, so it was
+    verified."""
+    from bench.load import for_request
     from bench.setup.install import install
-    assert install("k6") is None
-    require_k6()
+    assert install(name) is None
     tls = certs.make(tmp_path / "tls", ["localhost", "127.0.0.1"])
     with proxy(tmp_path, "h2", tls) as running:       # ALPN offers h2 and http/1.1
         request = LoadRequest(test="plain", base_url=running.base_url, connections=2,
                               threads=1, duration_s=1, timeout_s=5, seed=1, token=TOKEN,
                               protocol="h1-tls", ca_file=str(tls.ca))
-        result = K6_GENERATOR.run(request)
+        generator = for_request(request, closed_loop=name)
+        assert generator.name == name
+        result = generator.run(request)
         assert result.summary["requests"] > 0 and result.summary["errors"]["total"] == 0
-        untrusted = K6_GENERATOR.run(dataclasses.replace(request, ca_file=None))
+        untrusted = generator.run(dataclasses.replace(request, ca_file=None))
+        assert untrusted.summary["errors"]["total"] > 0
         assert untrusted.summary["requests"] == 0 or \
             untrusted.summary["errors"]["total"] == untrusted.summary["requests"]
-        assert untrusted.summary["errors"]["total"] > 0

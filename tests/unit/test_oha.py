@@ -558,3 +558,12 @@ def test_run_oha_writes_the_bodies_for_update_user_and_parses_the_report():
     assert result.summary == parsed("plain_clean")
     assert result.client_cpu_s == 0.25 and result.connections == 16
     assert result.raw == json.loads(text)
+
+
+def test_over_https_oha_speaks_http_1_1_only_and_verifies_with_the_runs_ca():
+    tls = oha.oha_command("plain", "https://127.0.0.1:18180",
+                          OhaSettings(4, None, 1.0, ca_file="/run/tls/ca.pem"))
+    assert tls[tls.index("--http-version") + 1] == "1.1"
+    assert tls[tls.index("--cacert") + 1] == "/run/tls/ca.pem"
+    plain = oha.oha_command("plain", BASE, OhaSettings(4, None, 1.0, ca_file="/run/tls/ca.pem"))
+    assert "--cacert" not in plain and "--http-version" not in plain

@@ -42,10 +42,8 @@ def test_what_a_run_may_combine_and_why_not():
     assert problems(("h1-tls",), tests=("update user",)) == []        # wrk PATCHes over TLS
     assert "the haproxy proxy does not terminate h2" in problems(("h2",), behind=("haproxy",))[0]
     assert "--tls-proxy caddy: no such proxy" in problems(("h2",), tls_proxy="caddy")[0]
-    assert "--generator oha with --protocol h1-tls: not built yet" in \
-        problems(("h1", "h1-tls"), generators=("wrk", "oha", "k6"))[0]
-    # k6 is given the run's CA (bench.load.k6): it may measure h1-tls
-    assert problems(("h1", "h1-tls"), generators=("wrk", "k6")) == []
+    # oha and k6 are given the run's CA (bench.load.oha, k6): they may measure h1-tls
+    assert problems(("h1", "h1-tls"), generators=("wrk", "oha", "k6")) == []
     assert problems(("h1", "h2"), generators=("wrk", "oha")) == []    # h2 is h2load's
     with pytest.raises(SelectionError, match="chosen by --protocol"):
         plan(Settings(servers=["gin"], protocols=["h2"], generators=["h2load"]), SPECS, ["nginx"])
