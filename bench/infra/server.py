@@ -213,10 +213,9 @@ class ServerProcess:
         self.spawned_at: float | None = None
         self.ping_s: float | None = None
         self.idle_memory: MemoryReading | None = None
-        # --server-memory: this start's capped cgroup (bench.infra.memory_cap), and what it
-        # read once the server stopped
+        # --server-memory: this start's capped cgroup (bench.infra.memory_cap); the sample
+        # reads it before the stop (bench.runner.measure), the stop removes it
         self.memory_cap: MemoryCap | None = None
-        self.memory_cap_at_stop: dict | None = None
         # the case's own endpoint (path, headers), asked right after /ping/ answered: the
         # start-up to its first correct answer (a pool or a template made on first use
         # shows here, not at /ping/); None: not asked (a request that writes, or none)
@@ -432,7 +431,6 @@ class ServerProcess:
             self.group.stop(getattr(signal, self.spec.stop_signal), grace)
         finally:
             if self.memory_cap is not None:
-                self.memory_cap_at_stop = self.memory_cap.read()
                 self.memory_cap.close()
         self._wait_port_free()
         self.fetch_log()
