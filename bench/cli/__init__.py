@@ -84,11 +84,13 @@ def parser() -> argparse.ArgumentParser:
                           "under proxies/, e.g. nginx), as a run's --behind puts them in front")
     ver.add_argument("--protocol", dest="protocols", type=arguments.csv_list, default=None,
                      metavar="h1,h1-tls,h2,h2c",
-                     help="check the contract's answers over these protocols too, through "
-                          "--tls-proxy, with the negotiated protocol, TLS version and cipher "
-                          "(docs/protocols.md)")
+                     help="check the contract's answers over these protocols too, on the "
+                          "server's own listener where its manifest lists the protocol, else "
+                          "through --tls-proxy, with the negotiated protocol, TLS version "
+                          "and cipher (docs/protocols.md)")
     ver.add_argument("--tls-proxy", default=None, metavar="PROXY",
-                     help="the proxy that terminates TLS and HTTP/2 (default: nginx)")
+                     help="the proxy that terminates TLS and HTTP/2 for a server that does "
+                          "not speak them itself (default: nginx)")
 
     compare.add_parser(sub)
     cal = sub.add_parser("calibrate", help="run the selection twice (A/A) and store per-case "

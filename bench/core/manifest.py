@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.core import suite
+from bench.core import protocols as protocol_names, suite
 from bench.paths import SERVERS_DIR
 
 KNOWN_DATABASES = ("postgres", "mysql")
@@ -117,6 +117,14 @@ class ServerSpec:
     # folder with node_modules): the build record's size (bench.session.session); empty =
     # nothing of its own (a server run by a system package's binaries)
     artefacts: tuple[str, ...] = ()
+    # what the server speaks itself besides HTTP/1.1 over TCP (bench.core.protocols), on
+    # a second listener the harness asks for (BENCH_PROTOCOL, servers/README.md); every
+    # other protocol of a run reaches it through the terminating proxy
+    protocols: tuple[str, ...] = ()
+
+    def speaks(self, protocol: str) -> bool:
+        """Whether the server answers `protocol` itself (h1: always)."""
+        return protocol == "h1" or protocol in self.protocols
 
     @property
     def label(self) -> str:
@@ -293,6 +301,20 @@ def _scheduler(data: dict, concurrency: str, path: Path) -> str:
     return scheduler
 
 
+def _protocols(data: dict, path: Path) -> tuple[str, ...]:
+    found = data.get("protocols", [])
+    DEFAULT, PROTOCOLS = protocol_names.DEFAULT, protocol_names.PROTOCOLS
+    if not isinstance(found, list) or any(p not in PROTOCOLS or p == DEFAULT for p in found):
+        raise ManifestError(f"{path}: protocols lists what the server speaks natively besides "
+                            f"h1, among {', '.join(p for p in PROTOCOLS if p != DEFAULT)}; "
+                            f"got {found!r}")
+    if found and not str(data.get("notes", {}).get("protocols", "")):
+        raise ManifestError(f"{path}: protocols = {found!r} needs notes.protocols: the library "
+                            f"that does it and its settings (ALPN, cipher suite, session "
+                            f"resumption, concurrent streams)")
+    return tuple(found)
+
+
 def read_toml(path: Path) -> dict:
     """A manifest.toml or proxy.toml as a dict; a syntax error is a ManifestError naming it."""
     try:
@@ -336,6 +358,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         suite=_suite(data, databases, path),
         unit_tests=_unit_tests(data, path),
         artefacts=tuple(str(a) for a in data.get("artefacts", [])),
+        protocols=_protocols(data, path),
     )
 
 

@@ -120,18 +120,29 @@ def load_points(settings: Settings) -> list[LoadParams]:
               for mode in settings.connection_modes for level in settings.levels]
     closed = []
     for protocol in settings.protocols:
-        # the proxy in front terminates what the server does not speak: the --behind
-        # one, else --tls-proxy (no server declares a native protocol yet)
+        # direct (NO_PROXY) here even where no server speaks the protocol: `plan` puts
+        # --tls-proxy in front of each server that does not (server_point)
         streams = settings.streams if protocol in protocols.HTTP2 else (1,)
         for g in closed_loop_generators(settings.generators):
             closed += [LoadParams(level, mode, protocols.generator_for(protocol, g),
-                                  proxy if protocol == protocols.DEFAULT or proxy != NO_PROXY
-                                  else settings.tls_proxy, protocol=protocol, streams=m)
+                                  proxy, protocol=protocol, streams=m)
                        for level, mode, proxy in shapes for m in streams]
     closed = list(dict.fromkeys(closed))     # HTTP/2's generator is one whatever was asked
     return closed + [LoadParams(level, mode, g, proxy, rate)
                      for g in open_model_generators(settings.generators)
                      for level, mode, proxy in shapes for rate in settings.rates]
+
+
+def server_point(spec: ServerSpec, point: LoadParams, tls_proxy: str) -> LoadParams:
+    """A load point as one server is measured at it: a protocol the server does not speak
+    itself (its manifest's `protocols`) goes through the terminating proxy `tls_proxy`,
+    as it runs in production; one it speaks is measured directly, on the server's own
+    listener. A --behind proxy stays: it terminates the protocol whatever the server
+    speaks."""
+    if point.protocol == protocols.DEFAULT or point.proxy != NO_PROXY \
+            or spec.speaks(point.protocol):
+        return point
+    return dataclasses.replace(point, proxy=tls_proxy)
 
 
 OPEN_MODEL_GENERATOR = DEFAULT_OPEN_MODEL
@@ -167,13 +178,14 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
     for spec in [version for server_id in frameworks
                  for swept in server_env.swept(specs[server_id], settings.server_env)
                  for version in deps.swept(swept, settings.deps)]:
+        own = [server_point(spec, p, settings.tls_proxy) for p in points]
         for database, orm in spec.variants():
             if database in settings.databases and _orm_wanted(orm, settings.orm):
                 cases += [Case(Variant(spec, database, orm), t, p, n)
                           for t in DB_TESTS if t in settings.tests and wants(spec, t)
-                          for n in settings.n_for(t) for p in points]
+                          for n in settings.n_for(t) for p in own]
         cases += [Case(Variant(spec, "none", False), t, p)
-                  for t in NO_DB_TESTS if t in settings.tests for p in points]
+                  for t in NO_DB_TESTS if t in settings.tests for p in own]
     # the ceiling is a throughput: closed-loop points only
     direct = list(dict.fromkeys(dataclasses.replace(p, proxy=NO_PROXY) for p in points
                                 if p.rate is None and p.protocol == protocols.DEFAULT))

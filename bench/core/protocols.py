@@ -7,10 +7,11 @@ it, what a run may combine.
 - h2: HTTP/2 over TLS 1.3, negotiated by ALPN (h2load, `-m` streams per connection).
 - h2c: HTTP/2 over TCP with prior knowledge (h2load).
 
-A server whose manifest does not say it speaks a protocol natively is measured through
-the terminating proxy (`--tls-proxy`, nginx by default; or the `--behind` proxy), as it
-runs in production, and its rows say so (the case's proxy). No server declares a native
-protocol yet: every TLS and HTTP/2 case goes through the proxy.
+A server whose manifest lists a protocol (`protocols`, ServerSpec.speaks) is measured over
+it directly, on a listener of its own (bench.infra.native); one that does not is measured
+through the terminating proxy (`--tls-proxy`, nginx by default), as it runs in
+production, and its rows say so (the case's proxy). A `--behind` proxy terminates the
+protocol whatever the server speaks (bench.core.plan.server_point).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.host import LOCAL, Host
-from bench.infra.server import ServerProcess, in_use
+from bench.infra.server import ServerError, ServerProcess, in_use
 from bench.infra.signals import shielded
 
 
@@ -30,11 +30,21 @@ class Running:
     settled: Any = None                               # what settle_db returned, if any
     proxy: Any = None                                 # the proxy in front, if any
     tls: Any = None                                   # the run's certificates, over TLS
+    native: Any = None           # the server's own listener of the case's protocol, if any
+
+    @property
+    def protocol_url(self) -> str | None:
+        """Where the case's protocol is spoken: the proxy, else the server's own listener
+        of it (None: HTTP/1.1 directly)."""
+        if self.proxy is not None:
+            return self.proxy.base_url
+        return self.native.base_url if self.native is not None else None
 
     @property
     def base_url(self) -> str:
-        """Where the load goes: the proxy when there is one, else the server."""
-        return self.proxy.base_url if self.proxy is not None else self.server.base_url
+        """Where the load goes: the proxy when there is one, else the server's own listener
+        of the case's protocol, else the server."""
+        return self.protocol_url or self.server.base_url
 
     @property
     def warnings(self) -> list[str]:
@@ -52,22 +62,42 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                    proxy: Any = None, host: Host = LOCAL,
                    on_phase: Callable[[str], None] = lambda name: None,
                    protocol: str = "h1", tls: Any = None,
+                   listeners: dict[str, str] | None = None,
                    first_request: tuple[str, dict] | None = None) -> Iterator[Running]:
     """A freshly restored table and a freshly started, ready server; always stopped.
 
     `proxy` (a ProxySpec): the server listens on the upstream port and the proxy takes
     the server's port, so clients find it where they would find the server; its clients
     speak `protocol` (bench.core.protocols), over TLS with `tls` (bench.infra.certs).
+    Without a proxy, a `protocol` besides h1 is the server's own (its manifest says it
+    speaks it): it listens for it on the settings' port and over HTTP/1.1 on the upstream
+    one, as behind a proxy (bench.infra.native); the load goes to that listener.
+    `listeners`: the environment of more listeners of the server's own beside it
+    (verification's, bench.infra.native.verification_listeners).
     `first_request` (path, headers): the case's own endpoint, asked once /ping/
     answered; the seconds from the spawn to its first 200 are `start_to_first_answer`.
     `on_phase` hears each step's name as it begins (a progress display shows it).
     `overhead_s` (a dict of the caller's, or a new one) is filled as the steps happen, so
     a caller that catches an exception still has the timings of the steps that ran.
     ServerError propagates (it carries the server log's tail)."""
-    server_settings = settings if proxy is None else \
+    from bench.core.protocols import DEFAULT
+    native = proxy is None and protocol != DEFAULT
+    server_settings = settings if proxy is None and not native else \
         dataclasses.replace(settings, port=settings.upstream_port)
     running = Running(ServerProcess(variant, server_settings, endpoint, log_path, host),
                       overhead_s if overhead_s is not None else {})
+    if native:
+        from bench.infra import native as own
+        if not variant.server.speaks(protocol):
+            raise ValueError(f"{variant.server.id} does not speak {protocol} itself: a "
+                             f"terminating proxy must be in front")
+        if host.remote:
+            raise ServerError(f"--protocol {protocol}: a server's own TLS or HTTP/2 listener "
+                              f"runs on this machine only for now (the server role is on "
+                              f"{host.describe_where()})")
+        running.server.listeners = own.listener_env(protocol, settings.port, tls)
+    elif listeners:
+        running.server.listeners = dict(listeners)
     running.server.first_request = first_request
     running.tls = tls
     overhead = running.overhead_s
@@ -92,6 +122,9 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
             overhead["start_to_ping"] = round(running.server.ping_s, 4)
         if running.server.first_answer_s is not None:     # ... to the case's endpoint
             overhead["start_to_first_answer"] = round(running.server.first_answer_s, 4)
+        if native:
+            running.native = own.wait_listening(running.server, protocol, settings.host,
+                                                settings.port, tls)
         if verifier is not None:
             on_phase("verify")
             running.verification = verifier(running.server)

@@ -19,7 +19,13 @@ from bench.infra.certs import CIPHER_SUITE, TLS_VERSION
 
 
 class ProtocolError(RuntimeError):
-    """The endpoint did not answer over the protocol asked, or negotiated another one."""
+    """The endpoint did not answer over the protocol asked, or negotiated another one.
+    `wrong_protocol`: its handshake completed selecting another protocol, which asking
+    again will not change (a listener still starting is not that)."""
+
+    def __init__(self, why: str, wrong_protocol: bool = False):
+        super().__init__(why)
+        self.wrong_protocol = wrong_protocol
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,10 @@ def get(url: str, protocol: str, *, ca: Path | None, headers: dict | None = None
         if protocol == "h2" and not isinstance(exc, (ssl.SSLError, httpx.ConnectError)):
             selected = alpn(url, ca, timeout)
             if selected != "h2":
-                why = (f"the TLS handshake selected {selected or 'no application protocol'} "
-                       f"where ALPN offered only h2: the endpoint does not speak HTTP/2 "
-                       f"over TLS ({why})")
+                raise ProtocolError(
+                    f"the TLS handshake selected {selected or 'no application protocol'} "
+                    f"where ALPN offered only h2: the endpoint does not speak HTTP/2 over "
+                    f"TLS ({why})", wrong_protocol=True) from None
         raise ProtocolError(why) from None
 
 

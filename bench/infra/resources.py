@@ -282,8 +282,12 @@ class ConnectionSpread:
     RECHECK_S = 0.05
 
     def __init__(self, server, at_s: float, host: Host = LOCAL, *,
-                 expect: int | None = None, until_s: float | None = None):
+                 expect: int | None = None, until_s: float | None = None,
+                 port: int | None = None):
         self.server, self.host, self.expect = server, host, expect
+        # where the client connects: the server's port, or its own listener of the
+        # case's protocol (bench.infra.native)
+        self.port = port or server.settings.port
         self.at_s, self.until_s = at_s, max(at_s, until_s or at_s)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -319,7 +323,7 @@ class ConnectionSpread:
             self._read()
 
     def _read(self) -> None:
-        port = self.server.settings.port
+        port = self.port
         try:
             if self.server.spec.worker_check.count == "processes":
                 per_process = self.host.connections_on_port(

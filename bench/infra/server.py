@@ -225,6 +225,9 @@ class ServerProcess:
         self.workers = server_workers(self.spec, settings, host)
         self.budget = db_budget(self.spec, settings, variant.database)
         self.pool_size = pool_size(self.spec, settings, variant.database)
+        # the environment asking for its own listeners of other protocols than HTTP/1.1
+        # (bench.infra.native), set before start()
+        self.listeners: dict[str, str] = {}
         # what went wrong without costing the sample (a log that could not be fetched):
         # the run adds these to its sample's warnings
         self.warnings: list[str] = []
@@ -254,6 +257,7 @@ class ServerProcess:
                "PYTHONUNBUFFERED": "1"}
         if self.endpoint is not None:
             env.update(self.endpoint.server_env())
+        env.update(self.listeners)       # its own TLS / h2c listeners (bench.infra.native)
         env.update({k: manifest.expand(v, values) for k, v in self.spec.env.items()})
         return env
 

@@ -134,8 +134,8 @@ def protocol_effects(doc: dict) -> list[EffectTable]:
                         continue
                     name = protocol + (f", {streams} stream{'s' * (streams != 1)}"
                                        if protocol in HTTP2 else "")
-                    if proxy != NO_PROXY:
-                        name += f", behind {proxy}"
+                    # the proxy that terminated it, else the server's own listener
+                    name += f", behind {proxy}" if proxy != NO_PROXY else ", native"
                     table.effects.append(Effect(variant, name, base[0], base[1], case,
                                                 statistics.paired_ratio(_rps(base[1]),
                                                                         _rps(case))))

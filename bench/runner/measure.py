@@ -132,7 +132,8 @@ class Measurer:
                   and case.load.connection_mode == "keep-alive")
         spread = ConnectionSpread(server, at_s=p.duration / 2, host=self.server_host,
                                   expect=case.load.connections if direct else None,
-                                  until_s=p.duration * 0.9)
+                                  until_s=p.duration * 0.9,
+                                  port=running.native.port if running.native else None)
         workers_before = self._worker_pids(server)
         self.phase("measure")
         # accepted where the server runs (a proxy in front runs there too)

@@ -116,8 +116,10 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
     ProxySpec, a run's `--behind`): HTTP conformance is checked through each as well.
     `protocols` besides h1 (a run's `--protocol`): the contract's answers through `edge`,
     the proxy that terminates each, with the run's certificates `tls`
-    (bench.verify.protocol_checks); h2spec's verdicts the run has already, per proxy and
-    HTTP/2 protocol, in `h2spec_seen`."""
+    (bench.verify.protocol_checks), or the server's own listener of those it speaks
+    itself; h2spec's verdicts the run has already, per proxy and HTTP/2 protocol, in
+    `h2spec_seen`."""
+    from bench.infra import native
     from bench.infra.host import LOCAL
     from bench.infra.lifecycle import running_server
     host = host or LOCAL
@@ -127,14 +129,19 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
                 and variant.server.declaration(variant.database, variant.orm) is not None:
             from bench.verify.pipelining import Relay
             relay = stack.enter_context(Relay(endpoint, port=settings.relay_port))
+        # the server's own listeners of the protocols it speaks (bench.infra.native),
+        # asked for in this one start beside HTTP/1.1
+        listeners, own_ports = ({}, {}) if edge is None or host.remote else \
+            native.verification_listeners(variant.server, protocols, settings.port, tls)
         running = stack.enter_context(running_server(
             variant, settings, relay.endpoint if relay else endpoint, log_path,
-            verifier=verifier(token, suite, relay), host=host, **kwargs))
+            verifier=verifier(token, suite, relay), host=host, listeners=listeners,
+            **kwargs))
         if proxies and running.verification is not None:
             check_behind(running, proxies, settings, token, host, log_path)
         if edge is not None and running.verification is not None:
             from bench.verify.protocol_checks import check_protocols
             running.verification.checks += check_protocols(
                 running, edge, list(protocols), settings, token, host, log_path, tls,
-                h2spec_seen)
+                h2spec_seen, own_ports)
         yield running

@@ -1,9 +1,10 @@
 """Verification over each protocol a run's cases use (`--protocol`): the verified
-server behind the proxy that terminates the protocol (bench.core.protocols), started on
-the upstream port as `check_behind` starts a `--behind` proxy. One check per protocol:
+server's own listener of a protocol its manifest says it speaks (bench.infra.native), or
+else the proxy that terminates the protocol (bench.core.protocols), started on the
+upstream port as `check_behind` starts a `--behind` proxy. One check per protocol:
 
-- the proxy is ready over that protocol and negotiated it (HTTP version, ALPN, the run's
-  TLS version and cipher suite: bench.infra.protocol_probe);
+- the endpoint is ready over that protocol and negotiated it (HTTP version, ALPN, the
+  run's TLS version and cipher suite: bench.infra.protocol_probe);
 - the contract's GET requests answer through it what the server answers directly over
   HTTP/1.1 (status and JSON body): plain, to json, a user by id on a database, a request
   without the token (401) and an unknown path (404);
@@ -15,14 +16,16 @@ back silently never reaches the load. Over HTTP/2, h2spec's conformance suite ru
 against the same endpoint (bench.verify.h2spec): a warning kept with the HTTP/1.1
 conformance verdicts, under "<proxy>@h2" (bench.core.conformance.endpoint), once per
 proxy and protocol in a run (`h2spec_seen`): what it tests is the proxy's HTTP/2, the same
-whichever server is behind it.
+whichever server is behind it; a server's own HTTP/2 under "none@h2", once per server.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from urllib.parse import urlsplit
 
 from bench.core import protocols
 from bench.core.conformance import NOT_APPLICABLE, endpoint
+from bench.core.settings import NO_PROXY
 from bench.infra import protocol_probe
 from bench.verify import h2spec
 from bench.verify.checks import Check
@@ -52,15 +55,16 @@ def compare(direct_url: str, edge_url: str, protocol: str, token: str, ca,
     return out
 
 
-def h2spec_verdict(proxy, edge_name: str, protocol: str, seen: dict | None) -> dict:
-    """h2spec against the running proxy over `protocol` (h2 or h2c), or the verdict this
-    run already has for that proxy and protocol in `seen`."""
-    key = (edge_name, protocol)
+def h2spec_verdict(base_url: str, where_name: str, protocol: str, seen: dict | None) -> dict:
+    """h2spec against the endpoint at `base_url` over `protocol` (h2 or h2c), or the
+    verdict this run already has for that endpoint (`where_name`: a proxy's name, or a
+    server's label for its own listener) and protocol in `seen`."""
+    key = (where_name, protocol)
     if seen is not None and key in seen:
         return seen[key]
-    where = f"{edge_name} over {protocol}"
+    where = f"{where_name} over {protocol}"
     try:
-        url = urlsplit(proxy.base_url)
+        url = urlsplit(base_url)
         result = h2spec.run(h2spec.binary(), url.hostname, url.port,
                             tls=protocol in protocols.TLS)
         verdict = result.verdict(where)
@@ -72,41 +76,59 @@ def h2spec_verdict(proxy, edge_name: str, protocol: str, seen: dict | None) -> d
 
 
 def check_protocols(running, edge, asked: list[str], settings, token: str, host, log_path,
-                    tls, h2spec_seen: dict | None = None) -> list[Check]:
-    """One Check per protocol besides h1 in `asked`, through the proxy spec `edge`; over
+                    tls, h2spec_seen: dict | None = None,
+                    own_ports: dict[str, int] | None = None) -> list[Check]:
+    """One Check per protocol besides h1 in `asked`: on the server's own listener where
+    it speaks the protocol itself (`own_ports`: protocol -> the port verification asked
+    it to listen on, bench.infra.native), else through the proxy spec `edge`; over
     HTTP/2, h2spec's verdict into the report's conformance."""
     from bench.infra.proxy import running_proxy
     from bench.infra.server import ServerError
     checks = []
     server = running.server
+    own_ports = own_ports or {}
     for protocol in [p for p in asked if p != protocols.DEFAULT]:
         name = f"protocol {protocol}"
+        own = protocol in own_ports
+        what = "on its own listener" if own else f"through the {edge.name} proxy"
         try:
-            with running_proxy(edge, listen_host=settings.host,
-                               listen_port=settings.upstream_port, upstream_host=settings.host,
-                               upstream_port=settings.port, workers=settings.workers,
-                               log_path=log_path, cpus=settings.cpus("server"), host=host,
-                               protocol=protocol,
-                               tls=tls if protocol in protocols.TLS else None) as proxy:
-                wrong = compare(server.base_url, proxy.base_url, protocol, token,
+            with ExitStack() as stack:
+                if own:
+                    from bench.infra import native
+                    url = native.wait_listening(server, protocol, settings.host,
+                                                own_ports[protocol], tls)
+                    endpoint_url, seen, where = url.base_url, url.negotiated, \
+                        server.spec.label
+                else:
+                    proxy = stack.enter_context(running_proxy(
+                        edge, listen_host=settings.host, listen_port=settings.upstream_port,
+                        upstream_host=settings.host, upstream_port=settings.port,
+                        workers=settings.workers, log_path=log_path,
+                        cpus=settings.cpus("server"), host=host, protocol=protocol,
+                        tls=tls if protocol in protocols.TLS else None))
+                    endpoint_url, seen, where = proxy.base_url, proxy.negotiated or {}, \
+                        edge.name
+                wrong = compare(server.base_url, endpoint_url, protocol, token,
                                 tls.ca if tls is not None else None,
                                 server.variant.database)
-                seen = proxy.negotiated or {}
-                refused = protocol_probe.alpn_refusal(proxy.base_url, tls.ca) \
+                refused = protocol_probe.alpn_refusal(endpoint_url, tls.ca) \
                     if protocol in protocols.TLS else None
                 if protocol in protocols.HTTP2:
-                    running.verification.conformance[endpoint(edge.name, protocol)] = \
-                        {h2spec.CHECK: h2spec_verdict(proxy, edge.name, protocol, h2spec_seen)}
+                    # the server's own endpoint is the direct one ("none@h2")
+                    running.verification.conformance[
+                        endpoint(NO_PROXY if own else edge.name, protocol)] = \
+                        {h2spec.CHECK: h2spec_verdict(endpoint_url, where, protocol,
+                                                      h2spec_seen)}
         except (ServerError, protocol_probe.ProtocolError) as exc:
-            checks.append(Check(name, False, f"through the {edge.name} proxy: {str(exc)[:300]}"))
+            checks.append(Check(name, False, f"{what}: {str(exc)[:300]}"))
             continue
         if refused is not None:          # a warning, like HTTP conformance
             checks.append(Check(f"{name}: ALPN refusal", refused[0],
-                                f"the {edge.name} proxy: {refused[1]}", severity="warning"))
+                                f"{where}: {refused[1]}", severity="warning"))
         said = ", ".join(f"{k} {v}" for k, v in seen.items() if v)
         checks.append(Check(name, not wrong, (
-            f"through the {edge.name} proxy ({said}): "
+            f"{what} ({said}): "
             + ("; ".join(wrong[:3]) if wrong else
                f"{len(requests_for(server.variant.database))} contract requests answered "
-               f"as directly"))))
+               f"as directly over HTTP/1.1"))))
     return checks

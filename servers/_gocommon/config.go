@@ -37,6 +37,12 @@ type Config struct {
 	DBUser     string
 	DBPassword string
 	PoolSize   int
+	// Listeners of the server's own for other protocols than HTTP/1.1 over TCP, asked
+	// for by the harness when the manifest declares them (0: none; listeners.go)
+	TLSPort int    // BENCH_TLS_PORT: TLS 1.3, ALPN h2 and http/1.1
+	TLSCert string // BENCH_TLS_CERT, BENCH_TLS_KEY: PEM files
+	TLSKey  string
+	H2CPort int // BENCH_H2C_PORT: HTTP/2 with prior knowledge over TCP
 }
 
 func envOr(name, def string) string {
@@ -106,6 +112,16 @@ func FromEnv(serverID string) (*Config, error) {
 		defPort = "3306"
 	}
 	if cfg.DBPort, err = envInt("BENCH_DB_PORT", defPort); err != nil {
+		return nil, err
+	}
+	if cfg.TLSPort, err = envInt("BENCH_TLS_PORT", "0"); err != nil {
+		return nil, err
+	}
+	cfg.TLSCert, cfg.TLSKey = os.Getenv("BENCH_TLS_CERT"), os.Getenv("BENCH_TLS_KEY")
+	if cfg.TLSPort != 0 && (cfg.TLSCert == "" || cfg.TLSKey == "") {
+		return nil, fmt.Errorf("BENCH_TLS_PORT needs BENCH_TLS_CERT and BENCH_TLS_KEY")
+	}
+	if cfg.H2CPort, err = envInt("BENCH_H2C_PORT", "0"); err != nil {
 		return nil, err
 	}
 	return cfg, nil

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log"
 	"net/http"
 	"time"
@@ -39,18 +40,27 @@ func main() {
 	}
 	store := gocommon.OpenStore(cfg, open)
 
+	router := newRouter(gocommon.NewApp(cfg.Token, store, gocommon.PingBody(cfg)))
 	srv := &http.Server{
-		Handler: newRouter(gocommon.NewApp(cfg.Token, store, gocommon.PingBody(cfg))),
+		Handler: router,
 		// Headers of a well-behaved client arrive at once; a stalled one is dropped.
 		ReadHeaderTimeout: 10 * time.Second,
+	}
+	// TLS (h1-tls, h2) and h2c when the harness asks (manifest protocols), before the
+	// HTTP/1.1 listener answers /ping/
+	own, err := gocommon.ServeOwnListeners(cfg, router)
+	if err != nil {
+		gocommon.CloseStore(store)
+		log.Fatalf("%v", err)
 	}
 	// SIGTERM: stop accepting, close idle keep-alive connections, let in-flight
 	// requests finish for at most ShutdownGrace, then close whatever is left.
 	gocommon.Run(cfg, store, srv.Serve, func(ctx context.Context) error {
+		ownErr := own.Shutdown(ctx)
 		err := srv.Shutdown(ctx)
 		if err != nil {
 			_ = srv.Close()
 		}
-		return err
+		return errors.Join(err, ownErr)
 	})
 }

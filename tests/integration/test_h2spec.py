@@ -76,10 +76,10 @@ def test_nginx_terminating_http2_gets_the_whole_suites_counts_once_per_run(
     tls = certs.make(tmp_path / "tls", ["localhost", "127.0.0.1"])
     seen: dict = {}
     with proxy(tmp_path, protocol, tls) as running:
-        verdict = h2spec_verdict(running, "nginx", protocol, seen)
+        verdict = h2spec_verdict(running.base_url, "nginx", protocol, seen)
     # 145 cases, one skipped where the endpoint's settings do not allow it to run
     assert 144 <= verdict["applicable"] <= 145 and 100 <= verdict["passed"], verdict
     assert verdict["detail"].startswith(f"h2spec 2.2.1 against nginx over {protocol}: ")
     # the proxy's HTTP/2 is the same whichever server is behind it: asked again, the
     # run's verdict, without running h2spec (nothing listens any more)
-    assert h2spec_verdict(None, "nginx", protocol, seen) is verdict
+    assert h2spec_verdict("https://127.0.0.1:1", "nginx", protocol, seen) is verdict

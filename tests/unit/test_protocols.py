@@ -49,20 +49,67 @@ def test_what_a_run_may_combine_and_why_not():
         plan(Settings(servers=["gin"], protocols=["h2"], generators=["h2load"]), SPECS, ["nginx"])
 
 
-def test_each_protocol_is_a_case_through_the_proxy_with_its_generator_and_key():
-    settings = Settings(servers=["gin"], tests=["plain"], protocols=["h1", "h1-tls", "h2"],
-                        streams=[1, 10], ceiling=True)
+def test_each_protocol_is_a_case_directly_where_the_server_speaks_it_else_through_the_proxy():
+    settings = Settings(servers=["gin", "sanic"], tests=["plain"],
+                        protocols=["h1", "h1-tls", "h2"], streams=[1, 10], ceiling=True)
+    assert SPECS["gin"].protocols == ("h1-tls", "h2", "h2c") and SPECS["sanic"].protocols == ()
     cases = {c.id: c for c in plan(settings, SPECS, ["nginx"])}
-    assert set(cases) == {"gin/none/raw/plain@c64", "gin/none/raw/plain@c64@h1-tls@behind-nginx",
-                          "gin/none/raw/plain@c64@h2@behind-nginx",
-                          "gin/none/raw/plain@c64@h2-m10@behind-nginx",
+    # gin speaks all three itself (Go's crypto/tls and HTTP/2); sanic none of them
+    assert set(cases) == {"gin/none/raw/plain@c64", "gin/none/raw/plain@c64@h1-tls",
+                          "gin/none/raw/plain@c64@h2", "gin/none/raw/plain@c64@h2-m10",
+                          "sanic/none/raw/plain@c64",
+                          "sanic/none/raw/plain@c64@h1-tls@behind-nginx",
+                          "sanic/none/raw/plain@c64@h2@behind-nginx",
+                          "sanic/none/raw/plain@c64@h2-m10@behind-nginx",
                           "nginx/none/raw/plain@c64"}          # the ceiling: h1 only
-    h2 = cases["gin/none/raw/plain@c64@h2-m10@behind-nginx"]
+    h2 = cases["sanic/none/raw/plain@c64@h2-m10@behind-nginx"]
     assert (h2.load.generator, h2.load.proxy, h2.load.streams) == ("h2load", "nginx", 10)
     assert h2.key()["protocol"] == "h2" and h2.key()["streams"] == 10
+    native = cases["gin/none/raw/plain@c64@h2-m10"]
+    assert (native.load.generator, native.load.proxy) == ("h2load", "none")
+    # --behind puts the proxy in front whatever the server speaks
+    behind = plan(Settings(servers=["gin"], tests=["plain"], protocols=["h2"],
+                           behind=["nginx"], ceiling=False), SPECS, ["nginx"])
+    assert [c.id for c in behind] == ["gin/none/raw/plain@c64@h2@behind-nginx"]
     # h1's key is as it always was: older runs stay comparable
     assert "protocol" not in cases["gin/none/raw/plain@c64"].key()
     assert LoadParams(64).suffix == ""
+
+
+def test_a_manifests_protocols_are_checked_and_need_their_notes(tmp_path):
+    from bench.core.manifest import ManifestError, load_manifest
+    folder = tmp_path / "own"
+    folder.mkdir()
+    base = 'id = "own"\nconcurrency = "processes"\ndatabases = []\nstart = ["x"]\n'
+    for protocols_line, notes, message in [
+            ('protocols = ["h3"]', "", "protocols lists what the server speaks natively"),
+            ('protocols = ["h1"]', "", "besides h1"),
+            ('protocols = ["h2"]', "", "needs notes.protocols")]:
+        (folder / "manifest.toml").write_text(base + protocols_line + "\n" + notes)
+        with pytest.raises(ManifestError, match=message):
+            load_manifest(folder)
+    (folder / "manifest.toml").write_text(
+        base + 'protocols = ["h2c"]\n[notes]\nprotocols = "its own h2c"\n')
+    spec = load_manifest(folder)
+    assert spec.speaks("h1") and spec.speaks("h2c") and not spec.speaks("h2")
+
+
+def test_a_servers_own_listeners_are_asked_for_by_environment(tmp_path):
+    from bench.infra import native
+    tls = certs.make(tmp_path, ["localhost"])
+    assert native.listener_env("h2", 18080, tls) == {
+        "BENCH_TLS_PORT": "18080", "BENCH_TLS_CERT": str(tls.cert),
+        "BENCH_TLS_KEY": str(tls.key)}
+    assert native.listener_env("h2c", 18080) == {"BENCH_H2C_PORT": "18080"}
+    with pytest.raises(ValueError):
+        native.listener_env("h1-tls", 18080)         # no certificate
+    # verification: one start with every listener of its own, beside HTTP/1.1 on the port
+    env, ports = native.verification_listeners(SPECS["gin"], ("h1", "h1-tls", "h2", "h2c"),
+                                               18080, tls)
+    assert ports == {"h1-tls": 18083, "h2": 18083, "h2c": 18084}
+    assert env["BENCH_TLS_PORT"] == "18083" and env["BENCH_H2C_PORT"] == "18084"
+    assert native.verification_listeners(SPECS["sanic"], ("h2",), 18080, tls) == ({}, {})
+    assert native.url("::1", 8443, "h2") == "https://[::1]:8443"
 
 
 def test_a_protocols_table_names_it_and_never_pairs_it_with_h1():
