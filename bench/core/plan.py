@@ -114,8 +114,8 @@ def _orm_wanted(orm: bool, choice: str) -> bool:
 
 def load_points(settings: Settings) -> list[LoadParams]:
     """Every combination of the load modes asked for: the closed-loop points of each
-    closed-loop generator (wrk unless --generator says otherwise), then the open-model
-    points of each open-model generator (oha unless ...) at each rate."""
+    closed-loop generator (wrk unless --generator says otherwise) over each protocol, then
+    the open-model points of each open-model generator (oha unless ...) at each rate."""
     shapes = [(level, mode, proxy) for proxy in settings.behind
               for mode in settings.connection_modes for level in settings.levels]
     closed = []
@@ -128,7 +128,10 @@ def load_points(settings: Settings) -> list[LoadParams]:
                                   proxy, protocol=protocol, streams=m)
                        for level, mode, proxy in shapes for m in streams]
     closed = list(dict.fromkeys(closed))     # HTTP/2's generator is one whatever was asked
-    return closed + [LoadParams(level, mode, g, proxy, rate)
+    # over h1 and h1-tls (protocols.OPEN_MODEL_PROTOCOLS; Settings refuses the others
+    # with --rate), each rate's base the closed-loop case of the same protocol
+    return closed + [LoadParams(level, mode, g, proxy, rate, protocol=protocol)
+                     for protocol in settings.protocols
                      for g in open_model_generators(settings.generators)
                      for level, mode, proxy in shapes for rate in settings.rates]
 

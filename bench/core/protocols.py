@@ -24,6 +24,8 @@ HTTP2_GENERATOR = "h2load"
 NEGOTIATED = {"h1": "http/1.1", "h1-tls": "http/1.1", "h2": "h2", "h2c": "h2c"}
 # h2load sends what an input file lists: GETs only (bench.load.h2load)
 HTTP2_TESTS_REFUSED = ("update user",)
+# what the open-model generators (oha, k6) send at a fixed rate: HTTP/1.1, over TLS too
+OPEN_MODEL_PROTOCOLS = ("h1", "h1-tls")
 
 
 def scheme(protocol: str) -> str:
@@ -58,9 +60,11 @@ def problems(protocols, tests, rates, behind, proxy_protocols: dict[str, tuple[s
             out.append("--streams sets HTTP/2's concurrent streams per connection: it needs "
                        "--protocol h2 or h2c")
         return out
-    if rates:
-        out.append("--rate (the open model) runs over HTTP/1.1 only for now: drop --rate or "
-                   "--protocol " + ",".join(others))
+    no_rate = [p for p in protocols if p not in OPEN_MODEL_PROTOCOLS]
+    if rates and no_rate:
+        out.append(f"--rate (the open model: oha, k6) runs over "
+                   f"{' and '.join(OPEN_MODEL_PROTOCOLS)} only for now (h2load has no fixed "
+                   f"rate per request): drop --rate or --protocol {','.join(no_rate)}")
     if any(p in HTTP2 for p in protocols):
         refused = [t for t in tests if t in HTTP2_TESTS_REFUSED]
         if refused:

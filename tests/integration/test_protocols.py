@@ -134,10 +134,10 @@ def test_a_handshake_offering_only_an_unspoken_protocol_is_refused_as_rfc_7301_s
 @pytest.mark.full          # every load generator besides wrk: `make test-all`
 @pytest.mark.parametrize("name", ["k6", "oha"])
 def test_k6_and_oha_measure_h1_tls_trusting_the_runs_ca(upstream, tmp_path, name):
-    """k6 and oha over h1-tls through the proxy: with the run's CA each verifies the
-    certificate and every answer comes over HTTP/1.1 (h2 is offered by the proxy, and
-    neither must take it); without the CA, the same certificate is refused, so it was
-    verified."""
+    """k6 and oha over h1-tls through the proxy, closed loop and at a fixed rate: with the
+    run's CA each verifies the certificate and every answer comes over HTTP/1.1 (h2 is
+    offered by the proxy, and neither must take it); without the CA, the same
+    certificate is refused, so it was verified."""
     from bench.load import for_request
     from bench.setup.install import install
     assert install(name) is None
@@ -154,3 +154,10 @@ def test_k6_and_oha_measure_h1_tls_trusting_the_runs_ca(upstream, tmp_path, name
         assert untrusted.summary["errors"]["total"] > 0
         assert untrusted.summary["requests"] == 0 or \
             untrusted.summary["errors"]["total"] == untrusted.summary["requests"]
+        # and at a fixed rate (--rate over h1-tls, the open model)
+        at_rate = dataclasses.replace(request, rate=200.0)
+        paced = for_request(at_rate, open_model=name)
+        assert paced.name == name
+        result = paced.run(at_rate)
+        assert result.summary["requests"] > 50 and result.summary["errors"]["total"] == 0, \
+            result.summary

@@ -37,7 +37,9 @@ def test_what_a_run_may_combine_and_why_not():
     assert "unknown --protocol h3" in problems(("h3",))[0]
     assert "needs --protocol h2 or h2c" in problems(streams=(10,))[0]
     assert "needs --protocol h2 or h2c" in problems(("h1-tls",), streams=(10,))[0]
-    assert "--rate (the open model) runs over HTTP/1.1 only" in problems(("h2",), rates=("50%",))[0]
+    assert "--rate (the open model: oha, k6) runs over h1 and h1-tls only for now" in \
+        problems(("h1-tls", "h2"), rates=("50%",))[0]
+    assert problems(("h1", "h1-tls"), rates=("50%",)) == []
     assert "leave out --tests update user" in problems(("h2c",), tests=("plain", "update user"))[0]
     assert problems(("h1-tls",), tests=("update user",)) == []        # wrk PATCHes over TLS
     assert "the haproxy proxy does not terminate h2" in problems(("h2",), behind=("haproxy",))[0]
@@ -74,6 +76,19 @@ def test_each_protocol_is_a_case_directly_where_the_server_speaks_it_else_throug
     # h1's key is as it always was: older runs stay comparable
     assert "protocol" not in cases["gin/none/raw/plain@c64"].key()
     assert LoadParams(64).suffix == ""
+
+
+def test_a_rate_over_tls_is_a_case_whose_base_is_the_closed_loop_over_tls():
+    cases = {c.id: c for c in plan(Settings(servers=["gin", "sanic"], tests=["plain"],
+                                            protocols=["h1", "h1-tls"], rates=["50%"],
+                                            ceiling=False), SPECS, ["nginx"])}
+    assert set(cases) == {f"{s}/none/raw/plain@c64{p}" for s, p in [
+        ("gin", ""), ("gin", "@h1-tls"), ("gin", "@oha@r50%"), ("gin", "@h1-tls@oha@r50%"),
+        ("sanic", ""), ("sanic", "@h1-tls@behind-nginx"), ("sanic", "@oha@r50%"),
+        ("sanic", "@h1-tls@behind-nginx@oha@r50%")]}
+    rated = cases["sanic/none/raw/plain@c64@h1-tls@behind-nginx@oha@r50%"].load
+    # the share is of wrk's maximum over the same protocol through the same proxy
+    assert rated.closed_loop == cases["sanic/none/raw/plain@c64@h1-tls@behind-nginx"].load
 
 
 def test_a_manifests_protocols_are_checked_and_need_their_notes(tmp_path):
