@@ -36,8 +36,19 @@ function sendError (reply, status, body) {
   return reply.code(status).type(JSON_TYPE).send(body)
 }
 
-function buildApp (cfg, repo) {
+/** This process's /cached/ cache: room for all 10,000 rows, no ttl. */
+function newCache () {
+  return new LRUCache(suite.CACHE_OPTIONS)
+}
+
+/**
+ * The app over `repo`. `serverOptions`: fastify's server options for another listener
+ * than HTTP/1.1 (http2, https: ./listeners.js); `cache`: the process's /cached/ cache,
+ * shared by the apps of one process (a new one when not given).
+ */
+function buildApp (cfg, repo, { serverOptions = {}, cache = newCache() } = {}) {
   const app = Fastify({
+    ...serverOptions,
     logger: false, // no logger at all, so no per-request access log
     // The router's own errors: a path parameter with a bad percent-escape
     // (FST_ERR_BAD_URL, fastify says 400) or over maxParamLength (fastify says 414).
@@ -127,9 +138,9 @@ function buildApp (cfg, repo) {
 
   // ------------------------------------------- the database suite (CONTRACT.md 6)
 
-  // /cached/: this process's own cache (every worker process fills its own), room for
-  // all 10,000 rows, no ttl: once warm, no statement at all.
-  const cache = new LRUCache(suite.CACHE_OPTIONS)
+  // /cached/: this process's own cache (every worker process fills its own, and the
+  // apps of its other listeners share it), room for all 10,000 rows, no ttl: once warm,
+  // no statement at all.
 
   /** Token, then the database: the error reply for a suite request, or null. */
   function suiteRefusal (request, reply) {
@@ -246,4 +257,4 @@ function buildApp (cfg, repo) {
   return app
 }
 
-module.exports = { buildApp, MAX_BODY }
+module.exports = { buildApp, newCache, MAX_BODY }
