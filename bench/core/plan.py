@@ -181,7 +181,9 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
     for spec in [version for server_id in frameworks
                  for swept in server_env.swept(specs[server_id], settings.server_env)
                  for version in deps.swept(swept, settings.deps)]:
-        own = [server_point(spec, p, settings.tls_proxy) for p in points]
+        # one case per point as this server meets it (--behind none,nginx: a protocol it
+        # does not speak is the nginx point either way)
+        own = list(dict.fromkeys(server_point(spec, p, settings.tls_proxy) for p in points))
         for database, orm in spec.variants():
             if database in settings.databases and _orm_wanted(orm, settings.orm):
                 cases += [Case(Variant(spec, database, orm), t, p, n)

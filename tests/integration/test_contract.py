@@ -1,4 +1,5 @@
-"""Every server variant in servers/ against the contract, on real databases.
+"""Every server variant in servers/ against the contract, on real databases, and every
+server over the protocols it speaks itself (its manifest's `protocols`).
 
 One parametrised test, not one copy per framework: the checks themselves live in
 bench/verify/ and the server is brought up by bench.infra.lifecycle (the same code that
@@ -38,3 +39,37 @@ def test_server_honours_the_contract(variant, databases, built, tmp_path):
     assert report.passed, report.summary_text() + "\n" + log_tail(log)
     if endpoint:   # verification restored what its PATCH checks changed
         assert db.fetch_users(endpoint, "user_id <= %s", (20,)) == dataset.all_users()[:20]
+
+
+OWN_PROTOCOLS = [spec for spec in SPECS.values() if spec.protocols]
+
+
+@pytest.fixture(scope="module")
+def run_certificates(tmp_path_factory):
+    from bench.infra import certs
+    return certs.make(tmp_path_factory.mktemp("tls"), ["localhost", "127.0.0.1"])
+
+
+# each server that speaks TLS or HTTP/2 itself: the contract's answers on its own
+# listener of each, what it negotiated, ALPN refusal and h2spec against its HTTP/2
+@pytest.mark.parametrize("spec", OWN_PROTOCOLS, ids=lambda s: s.id)
+def test_server_speaks_its_own_protocols(spec, builder, run_certificates, tmp_path):
+    from bench.infra.proxy import available_proxies
+    from bench.verify.h2spec import CHECK
+    builder(spec)
+    log = tmp_path / "server.log"
+    with verified_server(Variant(spec, "none", False), SETTINGS, None, log,
+                         token=SETTINGS.token, suite=False, protocols=spec.protocols,
+                         edge=available_proxies()["nginx"], tls=run_certificates,
+                         h2spec_seen={}) as running:
+        report = running.verification
+    assert report.passed, report.summary_text() + "\n" + log_tail(log)
+    checks = {c.name: c for c in report.checks}
+    for protocol in spec.protocols:
+        assert checks[f"protocol {protocol}"].detail.startswith("on its own listener")
+        if protocol != "h2c":
+            assert checks[f"protocol {protocol}: ALPN refusal"].passed, \
+                checks[f"protocol {protocol}: ALPN refusal"]
+        if protocol in ("h2", "h2c"):      # h2spec ran against it (a warning's counts)
+            verdict = report.conformance[f"none@{protocol}"][CHECK]
+            assert verdict.get("applicable", 0) >= 144, verdict

@@ -73,6 +73,11 @@ def test_each_protocol_is_a_case_directly_where_the_server_speaks_it_else_throug
     behind = plan(Settings(servers=["gin"], tests=["plain"], protocols=["h2"],
                            behind=["nginx"], ceiling=False), SPECS, ["nginx"])
     assert [c.id for c in behind] == ["gin/none/raw/plain@c64@h2@behind-nginx"]
+    both = plan(Settings(servers=["gin", "sanic"], tests=["plain"], protocols=["h2"],
+                         behind=["none", "nginx"], ceiling=False), SPECS, ["nginx"])
+    assert [c.id for c in both] == ["gin/none/raw/plain@c64@h2",            # its own, and
+                                    "gin/none/raw/plain@c64@h2@behind-nginx",  # nginx's
+                                    "sanic/none/raw/plain@c64@h2@behind-nginx"]  # once
     # h1's key is as it always was: older runs stay comparable
     assert "protocol" not in cases["gin/none/raw/plain@c64"].key()
     assert LoadParams(64).suffix == ""
