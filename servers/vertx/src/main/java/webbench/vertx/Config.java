@@ -1,10 +1,15 @@
 package webbench.vertx;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Map;
 
 /**
  * The harness's BENCH_* environment (servers/README.md), read once at start-up. Nothing
  * is hard-coded: the event-loop count, the pool size and the addresses all come from it.
+ * The listeners the server speaks itself besides HTTP/1.1 on BENCH_PORT (servers/README.md,
+ * "Protocols a server speaks itself"): tlsPort with tlsCert / tlsKey (PEM paths) and
+ * h2cPort, each 0 / null when the harness does not ask for it.
  */
 record Config(
     String serverId,
@@ -19,7 +24,11 @@ record Config(
     String dbName,
     String dbUser,
     String dbPassword,
-    int poolSize) {
+    int poolSize,
+    int tlsPort,
+    String tlsCert,
+    String tlsKey,
+    int h2cPort) {
 
   static final class Invalid extends RuntimeException {
     Invalid(String message) {
@@ -35,10 +44,15 @@ record Config(
     if (!db.equals("postgres") && !db.equals("mysql") && !db.equals("none")) {
       throw new Invalid("BENCH_DB must be postgres, mysql or none, got " + db);
     }
-    int port = positive(env, "BENCH_PORT", null);
-    if (port > 65535) {
-      throw new Invalid("BENCH_PORT " + port + " is not a port");
+    int port = port(env, "BENCH_PORT", null);
+    int tlsPort = port(env, "BENCH_TLS_PORT", 0);
+    String tlsCert = null;
+    String tlsKey = null;
+    if (tlsPort != 0) {
+      tlsCert = readable(env, "BENCH_TLS_CERT");
+      tlsKey = readable(env, "BENCH_TLS_KEY");
     }
+    int h2cPort = port(env, "BENCH_H2C_PORT", 0);
     return new Config(
         nonEmpty(env, "BENCH_SERVER_ID", "vertx"),
         nonEmpty(env, "BENCH_HOST", "127.0.0.1"),
@@ -52,11 +66,40 @@ record Config(
         nonEmpty(env, "BENCH_DB_NAME", "webservers_bench"),
         nonEmpty(env, "BENCH_DB_USER", "bench"),
         env.getOrDefault("BENCH_DB_PASSWORD", ""),
-        positive(env, "BENCH_DB_POOL_SIZE", 1));
+        positive(env, "BENCH_DB_POOL_SIZE", 1),
+        tlsPort,
+        tlsCert,
+        tlsKey,
+        h2cPort);
   }
 
   boolean hasDatabase() {
     return !db.equals("none");
+  }
+
+  /** A port 1..65535; `fallback` (0: no such listener) when unset or empty. */
+  private static int port(Map<String, String> env, String name, Integer fallback) {
+    String raw = env.get(name);
+    if ((raw == null || raw.isEmpty()) && fallback != null && fallback == 0) {
+      return 0;
+    }
+    int port = positive(env, name, fallback);
+    if (port > 65535) {
+      throw new Invalid(name + " " + port + " is not a port");
+    }
+    return port;
+  }
+
+  /** A file path the harness must give with BENCH_TLS_PORT, readable now. */
+  private static String readable(Map<String, String> env, String name) {
+    String path = env.get(name);
+    if (path == null || path.isEmpty()) {
+      throw new Invalid(name + " is required with BENCH_TLS_PORT");
+    }
+    if (!Files.isReadable(Path.of(path))) {
+      throw new Invalid(name + " " + path + " cannot be read");
+    }
+    return path;
   }
 
   private static String nonEmpty(Map<String, String> env, String name, String fallback) {

@@ -9,7 +9,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Start-up: one Vert.x instance with W event loops (BENCH_WORKERS), the one SQL pool of
  * the process opened in full, then W instances of ServerVerticle deployed, one per event
- * loop, all on the same port. SIGTERM (the JVM's shutdown hook): Vert.x is closed, which
+ * loop, all on the same port (and on the TLS and h2c ports when the harness asks for
+ * them). SIGTERM (the JVM's shutdown hook): Vert.x is closed, which
  * undeploys the verticles (their servers stop) and closes the pool.
  */
 public final class Main {
@@ -42,7 +43,9 @@ public final class Main {
         })
         .onSuccess(id -> System.err.println("vertx: listening on " + cfg.host() + ":" + cfg.port()
             + " with " + cfg.workers() + " event loops, database " + cfg.db()
-            + (cfg.hasDatabase() ? ", pool " + cfg.poolSize() : "")))
+            + (cfg.hasDatabase() ? ", pool " + cfg.poolSize() : "")
+            + (cfg.tlsPort() != 0 ? "; TLS 1.3 (h2, http/1.1) on " + cfg.host() + ":" + cfg.tlsPort() : "")
+            + (cfg.h2cPort() != 0 ? "; h2c on " + cfg.host() + ":" + cfg.h2cPort() : "")))
         .onFailure(e -> {
           System.err.println("vertx: start-up failed: " + e);
           System.exit(1);

@@ -7,7 +7,10 @@ import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.HttpVersion;
 import io.vertx.core.json.JsonObject;
+import io.vertx.core.net.JdkSSLEngineOptions;
+import io.vertx.core.net.PemKeyCertOptions;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
@@ -16,14 +19,19 @@ import io.vertx.ext.web.templ.handlebars.HandlebarsTemplateEngine;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
  * One event loop's HTTP server: W instances of this verticle are deployed (Main), each
  * on its own event loop, all listening on the same port; Vert.x hands each accepted
- * connection to one of them in turn, and that loop serves it from then on.
+ * connection to one of them in turn, and that loop serves it from then on. When the
+ * harness asks for them (servers/README.md, "Protocols a server speaks itself"), every
+ * instance also listens on BENCH_TLS_PORT (TLS 1.3, ALPN h2 and http/1.1) and on
+ * BENCH_H2C_PORT (HTTP/2 with prior knowledge), with the same router, shared the same way.
  */
 final class ServerVerticle extends VerticleBase {
   static final String FORTUNES_TEMPLATE = "templates/fortunes.hbs";
@@ -38,10 +46,21 @@ final class ServerVerticle extends VerticleBase {
   private static final DateTimeFormatter IMF_FIXDATE =
       DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.ENGLISH);
 
+  // TLS 1.3 only, with the one cipher suite every server and proxy of a run uses
+  // (bench/infra/certs.py), checked on the wire by the harness
+  static final String TLS_VERSION = "TLSv1.3";
+  static final String CIPHER_SUITE = "TLS_AES_128_GCM_SHA256";
+
   private final Shared shared;
   private final String token;
   private HandlebarsTemplateEngine templates;
+  /** BENCH_PORT's server. */
   private HttpServer server;
+  /** The listeners the harness asked for (TLS, h2c), opened before BENCH_PORT's. */
+  private final List<Listener> extra = new ArrayList<>();
+
+  private record Listener(String name, int port, HttpServer server) {}
+
   private CharSequence date = now();
 
   /** What all W instances share: the settings, the one pool, the one cache. */
@@ -71,27 +90,74 @@ final class ServerVerticle extends VerticleBase {
     // not add it): formatted once a second per event loop, not per response.
     vertx.setPeriodic(1000, id -> date = now());
     templates = HandlebarsTemplateEngine.create(vertx);
-    HttpServerOptions options = new HttpServerOptions()
-        .setHost(shared.cfg().host())
-        .setPort(shared.cfg().port())
+    Config cfg = shared.cfg();
+    Router router = router();
+    server = vertx.createHttpServer(options(cfg.port())
         // HTTP/1.1 only (the harness's clients): no h2c upgrade handling per request
-        .setHttp2ClearTextEnabled(false)
+        .setHttp2ClearTextEnabled(false)).requestHandler(router);
+    // The listeners the harness asked for, each its own HttpServer around the same
+    // router; like BENCH_PORT, each port is shared by the W instances (Vert.x hands an
+    // accepted connection to one of them in turn). HTTP/2 keeps Vert.x's defaults
+    // (HttpServerOptions.initialSettings: 100 concurrent streams per connection, an
+    // initial stream window of 65,535 bytes, 16 KiB frames, an 8 KiB header list, a 4 KiB
+    // HPACK table; the connection window left at RFC 9113's 65,535 bytes).
+    if (cfg.tlsPort() != 0) {
+      extra.add(new Listener("BENCH_TLS_PORT", cfg.tlsPort(), vertx.createHttpServer(options(cfg.tlsPort())
+          .setSsl(true)
+          // the JDK's TLS (JSSE) through Netty's JdkSslContext, stated (also Vert.x's
+          // choice without netty-tcnative, which this build does not have)
+          .setSslEngineOptions(new JdkSSLEngineOptions())
+          .setKeyCertOptions(new PemKeyCertOptions().setCertPath(cfg.tlsCert()).setKeyPath(cfg.tlsKey()))
+          .setEnabledSecureTransportProtocols(Set.of(TLS_VERSION))
+          .addEnabledCipherSuite(CIPHER_SUITE)
+          // ALPN: h2 preferred, then http/1.1; with the JDK engine Vert.x asks Netty for
+          // FATAL_ALERT, so a handshake offering neither is refused
+          .setUseAlpn(true)
+          .setAlpnVersions(List.of(HttpVersion.HTTP_2, HttpVersion.HTTP_1_1)))
+          .requestHandler(router)));
+    }
+    if (cfg.h2cPort() != 0) {
+      // HTTP/2 with prior knowledge over TCP (Vert.x reads the connection preface; it
+      // also answers HTTP/1.1 and an Upgrade: h2c there, which the harness never sends)
+      extra.add(new Listener("BENCH_H2C_PORT", cfg.h2cPort(), vertx.createHttpServer(options(cfg.h2cPort())
+          .setHttp2ClearTextEnabled(true)).requestHandler(router)));
+    }
+    // Load and compile the fortunes template now (Vert.x's template engines cache it):
+    // the first request would otherwise read it from the class path on the event loop.
+    Future<?> warm = templates.render(Suite.sample(), FORTUNES_TEMPLATE);
+    // the extra listeners first, then BENCH_PORT: /ping/ answers only once they are open
+    // (a certificate that cannot be read or a busy port fails the deployment: Main exits)
+    return warm
+        .compose(ok -> Future.all(extra.stream().map(this::listen).toList()))
+        .compose(ok -> server.listen());
+  }
+
+  /** An extra listener's listen(), a failure naming it (a busy port, a bad key). */
+  private Future<HttpServer> listen(Listener listener) {
+    return listener.server().listen().recover(e -> Future.failedFuture(new IllegalStateException(
+        listener.name() + ": cannot listen on " + shared.cfg().host() + ":" + listener.port() + ": " + e, e)));
+  }
+
+  /** What every listener shares: BENCH_HOST, no compression, TCP_NODELAY, no idle timeout. */
+  private HttpServerOptions options(int port) {
+    return new HttpServerOptions()
+        .setHost(shared.cfg().host())
+        .setPort(port)
         .setCompressionSupported(false)
         .setTcpNoDelay(true)
         // keep-alive on, no idle timeout (Vert.x's defaults, stated)
         .setIdleTimeout(0)
         .setMaxHeaderSize(8192);
-    server = vertx.createHttpServer(options).requestHandler(router());
-    // Load and compile the fortunes template now (Vert.x's template engines cache it):
-    // the first request would otherwise read it from the class path on the event loop.
-    Future<?> warm = templates.render(Suite.sample(), FORTUNES_TEMPLATE);
-    return warm.compose(ok -> server.listen());
   }
 
   @Override
   public Future<?> stop() {
-    // Stop accepting; in-flight requests get at most 1 s (the harness SIGKILLs after 5).
-    return server.shutdown(1, TimeUnit.SECONDS);
+    // Stop accepting on every listener; in-flight requests get at most 1 s (the harness
+    // SIGKILLs after 5).
+    List<Future<Void>> closing = new ArrayList<>();
+    closing.add(server.shutdown(1, TimeUnit.SECONDS));
+    extra.forEach(listener -> closing.add(listener.server().shutdown(1, TimeUnit.SECONDS)));
+    return Future.all(closing);
   }
 
   private Router router() {
