@@ -11,6 +11,7 @@ protocol's, not a key size some deployments chose.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import ipaddress
 from dataclasses import dataclass
@@ -96,3 +97,26 @@ def make(folder: Path, names: list[str], *, now: datetime.datetime | None = None
     paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     _write_key(key, paths.key)
     return paths
+
+
+def ca_on_host(tls: Certificates, host) -> str:
+    """Where `host` (a client's) reads the run's CA: copied beside the certificate on
+    another machine, so a generator there verifies what it is served."""
+    if not host.remote:
+        return str(tls.ca)
+    path = host.path(f"remote-tmp/tls-{tls.ca.parent.parent.name}/{tls.ca.name}")
+    host.put(tls.ca, path)
+    return path
+
+
+def on_host(tls: Certificates, host) -> Certificates:
+    """The certificate and key where `host` (bench.infra.seam.Host) reads them: on another
+    machine, copied into its workdir (remote-tmp/tls-<run>/) for the server or proxy
+    that presents them; the CA stays here, where the probes run."""
+    if not host.remote:
+        return tls
+    folder = f"remote-tmp/tls-{tls.cert.parent.parent.name}"
+    cert, key = host.path(f"{folder}/{tls.cert.name}"), host.path(f"{folder}/{tls.key.name}")
+    host.put(tls.cert, cert)
+    host.put(tls.key, key)
+    return dataclasses.replace(tls, cert=Path(cert), key=Path(key))

@@ -17,7 +17,7 @@ from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.host import LOCAL, Host
-from bench.infra.server import ServerError, ServerProcess, in_use
+from bench.infra.server import ServerProcess, in_use
 from bench.infra.signals import shielded
 
 
@@ -91,11 +91,9 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
         if not variant.server.speaks(protocol):
             raise ValueError(f"{variant.server.id} does not speak {protocol} itself: a "
                              f"terminating proxy must be in front")
-        if host.remote:
-            raise ServerError(f"--protocol {protocol}: a server's own TLS or HTTP/2 listener "
-                              f"runs on this machine only for now (the server role is on "
-                              f"{host.describe_where()})")
-        running.server.listeners = own.listener_env(protocol, settings.port, tls)
+        from bench.infra.certs import on_host
+        running.server.listeners = own.listener_env(
+            protocol, settings.port, on_host(tls, host) if tls is not None else None)
     elif listeners:
         running.server.listeners = dict(listeners)
     running.server.first_request = first_request

@@ -167,12 +167,10 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
     over that protocol, and what it negotiated must be that protocol, TLS 1.3 and the
     run's cipher suite."""
     from bench.core import protocols
+    from bench.infra.certs import on_host
     if protocol not in spec.protocols:
         raise ProxyError(f"the {spec.name} proxy does not terminate {protocol} (its "
                          f"proxy.toml's protocols: {', '.join(spec.protocols)})")
-    if protocol != protocols.DEFAULT and host.remote:
-        raise ProxyError(f"--protocol {protocol}: a TLS or HTTP/2 proxy runs on this machine "
-                         f"only for now (the server role is on {host.describe_where()})")
     values = {**template_values(spec, host), "listen_host": listen_host,
               "listen_port": str(listen_port), "upstream_host": upstream_host,
               "upstream_port": str(upstream_port), "workers": str(workers)}
@@ -187,7 +185,8 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
     argv = [expand(a, values) for a in spec.start]
     try:
         group = ProcessGroup.start(host, argv, cwd=spec.dir,
-                                   env=proxy_environment(spec, values, protocol, tls),
+                                   env=proxy_environment(spec, values, protocol,
+                                                         on_host(tls, host) if tls else None),
                                    log_path=log_path, cpus=cpus)
     except FileNotFoundError as exc:
         raise ProxyError(f"cannot start the {spec.name} proxy: {exc.filename} not found") from exc

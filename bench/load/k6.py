@@ -350,7 +350,7 @@ def run_k6(test: str, base_url: str, settings: K6Settings, duration_s: float | N
     if settings.ca_file:
         # Go reads the system's roots from this file on Linux: the run's CA is the only
         # one trusted, so the certificate is verified, never skipped
-        env["SSL_CERT_FILE"] = host.project_path(settings.ca_file)
+        env["SSL_CERT_FILE"] = str(settings.ca_file)        # a path on the client's host
     if settings.threads is not None:
         env["GOMAXPROCS"] = str(settings.threads)
     limit = duration + settings.timeout_s + KILL_GRACE_S

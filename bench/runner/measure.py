@@ -143,7 +143,8 @@ class Measurer:
         request = self.request(case.test, running.base_url, case.load, seed, p.duration, rate,
                                n=case.n, iterations=p.iterations if rate is None else None)
         if running.tls is not None:      # over TLS: the run's CA, for a generator that checks
-            request = replace(request, ca_file=str(running.tls.ca))
+            from bench.infra.certs import ca_on_host
+            request = replace(request, ca_file=ca_on_host(running.tls, self.client_host))
         foreign = ForeignLoad(self.server_host, lambda: self._role_pids(
             running, case.variant.database, client_pid))
 

@@ -323,7 +323,9 @@ class Run:
             return None
         if self.tls is None:
             from bench.infra import certs
-            self.tls = certs.make(self.run_dir / "tls", ["localhost", self.settings.host])
+            # the names a client uses: here, and the server host's address (--hosts)
+            self.tls = certs.make(self.run_dir / "tls", list(dict.fromkeys(
+                ["localhost", self.settings.host, self.context.launch.host])))
         return self.tls
 
     def _run_sample(self, sample: Sample, record: SampleRecord) -> None:

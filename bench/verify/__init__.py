@@ -120,6 +120,7 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
     itself; h2spec's verdicts the run has already, per proxy and HTTP/2 protocol, in
     `h2spec_seen`."""
     from bench.infra import native
+    from bench.infra.certs import on_host
     from bench.infra.host import LOCAL
     from bench.infra.lifecycle import running_server
     host = host or LOCAL
@@ -131,8 +132,9 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
             relay = stack.enter_context(Relay(endpoint, port=settings.relay_port))
         # the server's own listeners of the protocols it speaks (bench.infra.native),
         # asked for in this one start beside HTTP/1.1
-        listeners, own_ports = ({}, {}) if edge is None or host.remote else \
-            native.verification_listeners(variant.server, protocols, settings.port, tls)
+        listeners, own_ports = ({}, {}) if edge is None else native.verification_listeners(
+            variant.server, protocols, settings.port,
+            on_host(tls, host) if tls is not None else None)
         running = stack.enter_context(running_server(
             variant, settings, relay.endpoint if relay else endpoint, log_path,
             verifier=verifier(token, suite, relay), host=host, listeners=listeners,

@@ -3,8 +3,13 @@ Go crypto/tls and net/http HTTP/2 on listeners the harness asks for, ready only 
 /ping/ over the case's protocol answers as over HTTP/1.1 and negotiated that protocol,
 the run's TLS version and cipher suite; verified over each on its own listener, with
 h2spec against it; and a server that claims h2 but negotiates HTTP/1.1 is caught by the
-readiness over h2, while its real h1-tls is measured."""
+readiness over h2, while its real h1-tls is measured. On another host (a network
+namespace of the test bed), the certificate is copied there and the probe still checks
+it against the run's CA here."""
 from __future__ import annotations
+
+import dataclasses
+import shutil
 
 import pytest
 
@@ -20,7 +25,8 @@ from bench.load.h2load import H2LOAD
 from bench.paths import REPO
 from bench.verify import verified_server
 from bench.verify.h2spec import CHECK
-from tests.conftest import TEST_SERVER_PORT
+from tests.conftest import NETNS, TEST_SERVER_PORT
+from tests.netns.testbed import netns_testbed  # noqa: F401 - the module's fixture
 
 pytestmark = pytest.mark.integration
 
@@ -101,3 +107,37 @@ def test_a_server_claiming_h2_but_negotiating_http1_fails_the_start_over_h2(tls,
     assert "claims_h2" in caught.value.reason and "h2" in caught.value.reason
     assert "does not speak h2" in caught.value.reason \
         and "selected no application protocol where ALPN offered only h2" in caught.value.reason
+
+
+@NETNS
+def test_a_server_or_proxy_on_another_host_presents_the_runs_certificate_copied_there(
+        netns_testbed, builder, tmp_path):
+    builder(GIN)
+    host = netns_testbed.remote_host("server", workdir=str(REPO))
+    address = netns_testbed.nodes["server"].address
+    run = f"run-{tmp_path.name}"
+    tls = certs.make(tmp_path / run / "tls", ["localhost", address])
+    there = REPO / "remote-tmp" / f"tls-{run}"
+    try:
+        with running_server(Variant(GIN, "none", False),
+                            dataclasses.replace(SETTINGS, host=address), None,
+                            tmp_path / "gin.log", host=host, protocol="h2",
+                            tls=tls) as running:
+            assert running.base_url == f"https://{address}:{SETTINGS.port}"
+            assert running.native.negotiated["alpn"] == "h2"
+            # what the server host read: the run's certificate, in its workdir
+            assert (there / "server.pem").read_bytes() == tls.cert.read_bytes()
+            answer = protocol_probe.get(running.base_url + PLAIN, "h2", ca=tls.ca,
+                                        headers={"token": SETTINGS.token})
+            assert answer.status == 200 and answer.problems("h2") == []
+        # a proxy terminating TLS there gets it the same way
+        with running_server(Variant(GIN, "none", False),
+                            dataclasses.replace(SETTINGS, host=address), None,
+                            tmp_path / "proxied.log", host=host, protocol="h1-tls", tls=tls,
+                            proxy=available_proxies()["nginx"]) as running:
+            assert running.native is None and running.proxy.negotiated["tls_version"] == \
+                certs.TLS_VERSION
+            assert running.base_url == f"https://{address}:{SETTINGS.port}"
+    finally:
+        host.close()
+        shutil.rmtree(there, ignore_errors=True)
