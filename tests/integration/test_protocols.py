@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from bench.infra import certs, protocol_probe
-from bench.infra.proxy import ProxyError, running_proxy
+from bench.infra.proxy import ProxyError, available_proxies, running_proxy
 from bench.load.generator import LoadError, LoadRequest
 from bench.load.h2load import H2LOAD
 from tests.integration.test_proxy import NGINX, PROXY_PORT, TOKEN, UPSTREAM_PORT, upstream  # noqa: F401
@@ -30,11 +30,19 @@ def proxy(tmp_path, protocol, tls, spec=NGINX):
                          log_path=tmp_path / f"proxy-{protocol}.log", protocol=protocol, tls=tls)
 
 
-@pytest.mark.parametrize("protocol", ["h1-tls", "h2", "h2c"])
+# every proxy over every protocol its proxy.toml says it terminates (Traefik, built from
+# source, in `make test-all`)
+TERMINATING = [pytest.param(spec, protocol, id=f"{name}-{protocol}",
+                            marks=pytest.mark.full if spec.build else ())
+               for name, spec in available_proxies().items()
+               for protocol in ("h1-tls", "h2", "h2c") if protocol in spec.protocols]
+
+
+@pytest.mark.parametrize("spec, protocol", TERMINATING)
 def test_the_proxy_terminates_each_protocol_and_says_what_it_negotiated(upstream, tmp_path,
-                                                                       protocol):
+                                                                       spec, protocol):
     tls = certs.make(tmp_path / "tls", ["localhost", "127.0.0.1"])
-    with proxy(tmp_path, protocol, tls) as running:
+    with proxy(tmp_path, protocol, tls, spec) as running:
         assert running.base_url.startswith("https://" if protocol != "h2c" else "http://")
         seen = running.negotiated
         assert seen["http_version"] == ("HTTP/1.1" if protocol == "h1-tls" else "HTTP/2")
