@@ -204,3 +204,21 @@ def test_the_runs_certificate_is_ecdsa_for_its_names_and_can_be_made_expired(tmp
                      now=datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
     expired = x509.load_pem_x509_certificate(Path(old.cert).read_bytes())
     assert expired.not_valid_after_utc.year == 2020
+
+
+def test_on_another_host_the_certificate_is_copied_there_and_the_ca_stays_here(tmp_path):
+    from bench.infra.fake import FakeHost
+    tls = certs.make(tmp_path / "run-1" / "tls", ["localhost", "10.0.0.2"])
+    here = FakeHost("here")
+    assert certs.on_host(tls, here) is tls and certs.ca_on_host(tls, here) == str(tls.ca)
+    there = FakeHost("server", remote=True)
+    placed = certs.on_host(tls, there)
+    # the server host reads its own copies (in its workdir's remote-tmp, one per run)...
+    assert placed.cert.parent == Path(there.path("remote-tmp/tls-run-1"))
+    assert placed.cert.read_bytes() == tls.cert.read_bytes()
+    assert placed.key.read_bytes() == tls.key.read_bytes()
+    # ...while the probes here check what it presents against the run's CA here
+    assert placed.ca == tls.ca and placed.names == tls.names
+    client = FakeHost("client", remote=True)
+    ca = certs.ca_on_host(tls, client)
+    assert Path(ca).read_bytes() == tls.ca.read_bytes() and ca.startswith(client.path(""))
