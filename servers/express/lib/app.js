@@ -7,6 +7,7 @@
 // setting is what it is.
 
 const http = require('node:http')
+const https = require('node:https')
 const path = require('node:path')
 const express = require('express')
 const { Eta } = require('eta')
@@ -230,26 +231,39 @@ function buildApp (cfg, repo) {
 
 /**
  * The HTTP server of one worker: express on node:http, keep-alive connections kept
- * 72 s. listen() and close() as ../../_jscommon/cluster.js expects them.
+ * 72 s; with `tls` ({ port, options }, ./listeners.js) also the same app on
+ * node:https there, with the same keep-alive setting. listen() (the TLS listener
+ * first, so it is open by the time /ping/ answers) and close() (both) as
+ * ../../_jscommon/cluster.js expects them.
  */
-function buildServer (cfg, repo) {
-  const server = http.createServer(buildApp(cfg, repo))
-  server.keepAliveTimeout = KEEP_ALIVE_MS
+function buildServer (cfg, repo, { tls = null } = {}) {
+  const app = buildApp(cfg, repo)
+  const server = http.createServer(app)
+  const tlsServer = tls === null ? null : https.createServer(tls.options, app)
+  // [server, port], the TLS listener first
+  const listeners = [...(tls === null ? [] : [[tlsServer, tls.port]]), [server, cfg.port]]
+  const servers = listeners.map(([s]) => s)
+  for (const s of servers) s.keepAliveTimeout = KEEP_ALIVE_MS
   return {
     server,
-    listen: () => new Promise((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(cfg.port, cfg.host, () => {
-        server.off('error', reject)
-        resolve()
-      })
-    }),
+    tlsServer,
+    listen: async () => {
+      for (const [s, port] of listeners) {
+        await new Promise((resolve, reject) => {
+          s.once('error', reject)
+          s.listen(port, cfg.host, () => {
+            s.off('error', reject)
+            resolve()
+          })
+        })
+      }
+    },
     // Stop accepting, close idle keep-alive connections now (busy ones close after
-    // their response); resolves when every connection is gone.
-    close: () => new Promise((resolve) => {
-      server.close(() => resolve())
-      server.closeIdleConnections()
-    })
+    // their response); resolves when every connection of every listener is gone.
+    close: () => Promise.all(servers.map((s) => new Promise((resolve) => {
+      s.close(() => resolve())
+      s.closeIdleConnections()
+    })))
   }
 }
 
