@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from bench.core import histogram, suite
+from bench.core.protocols import TLS
 from bench.infra.host import LOCAL
 from bench.infra.seam import Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
@@ -67,10 +68,14 @@ def paths(test: str, seed: int, n: int | None = None, count: int = URIS_PER_FILE
 def command(request: LoadRequest, uris_file: str, log_file: str) -> list[str]:
     """h2load's argv: -c connections over -t threads (no more threads than connections),
     -m streams per connection, -D seconds, the token header, the input file and the
-    per-request log."""
+    per-request log. -N, the request timeout as h2load has it (a connection silent that
+    long is closed): without it h2load waits for an answer that never comes for ever, so a
+    server that stops answering mid-window would cost the whole sample (killed) instead
+    of counting its unanswered requests as errors, as wrk's --timeout does."""
     threads = max(1, min(request.threads, request.connections))
     return ["h2load", "-c", str(request.connections), "-t", str(threads),
             "-m", str(request.streams), "-D", f"{max(1, round(request.duration_s * 1000))}ms",
+            "-N", f"{max(1, round(request.timeout_s * 1000))}ms",
             "-H", f"token: {request.token}", "-i", uris_file, "--log-file", log_file]
 
 
@@ -200,6 +205,12 @@ class H2load:
                                 f"{' '.join(argv)}\n{(done.stderr or done.stdout)[-_TAIL_CHARS:]}")
             summary = parse_report(done.stdout, connections=request.connections,
                                    streams=request.streams)
+            if summary["requests"] == 0 and not summary["negotiated"]["protocols"]:
+                raise LoadError(f"h2load: none of its {request.connections} connections "
+                                f"was answered within the request timeout "
+                                f"({request.timeout_s:g} s, -N): no "
+                                f"{'TLS handshake' if request.protocol in TLS else 'HTTP/2 preface'}"
+                                f" completed, no request was sent")
             wrong = negotiation_problems(summary["negotiated"], request.protocol)
             if wrong:
                 raise LoadError(f"h2load: {wrong} (asked --protocol {request.protocol}): "

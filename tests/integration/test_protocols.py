@@ -169,3 +169,23 @@ def test_k6_and_oha_measure_h1_tls_trusting_the_runs_ca(upstream, tmp_path, name
         result = paced.run(at_rate)
         assert result.summary["requests"] > 50 and result.summary["errors"]["total"] == 0, \
             result.summary
+
+
+def test_h2load_gives_up_on_connections_that_never_answer_within_the_request_timeout():
+    """A listener that accepts and never speaks (no TLS handshake, no HTTP/2 preface):
+    without -N h2load would wait for ever and the sample be killed at its limit; with the
+    request timeout it ends and says why."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        held = []
+        accepting = threading.Thread(target=lambda: held.extend(
+            silent.accept()[0] for _ in range(2)), daemon=True)
+        accepting.start()
+        request = LoadRequest(test="plain", base_url=f"https://127.0.0.1:{port}",
+                              connections=2, threads=1, duration_s=1, timeout_s=2, seed=1,
+                              token=TOKEN, protocol="h2", streams=4)
+        with pytest.raises(LoadError, match="none of its 2 connections was answered within "
+                                            "the request timeout .2 s, -N.: no TLS handshake"):
+            H2LOAD.run(request)
+        for conn in held:
+            conn.close()

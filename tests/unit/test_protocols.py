@@ -190,6 +190,7 @@ def test_the_request_paths_are_the_wrk_scripts_and_the_command_is_what_was_asked
     argv = h2load.command(request, "uris", "log")
     assert argv[argv.index("-t") + 1] == "8" and argv[argv.index("-m") + 1] == "10"
     assert argv[argv.index("-D") + 1] == "1500ms" and "token: t" in argv
+    assert argv[argv.index("-N") + 1] == "5000ms"       # the request timeout
 
 
 def test_the_runs_certificate_is_ecdsa_for_its_names_and_can_be_made_expired(tmp_path):
