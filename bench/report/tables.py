@@ -15,6 +15,7 @@ from bench.analysis.knee import RatePoint, knee
 from bench.analysis.statistics import Spread
 from bench.core import suite
 from bench.core.conformance import cell as conformance_cell, endpoint, failed_checks
+from bench.core.protocols import HTTP2
 from bench.core.settings import ALL_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
     NO_DB_TESTS, format_cpu_list
 
@@ -146,8 +147,17 @@ def latency_fields(stats: dict) -> dict:
 def conformance_of(doc: dict, case: dict, proxy: str) -> dict | None:
     """The verdicts verification recorded for the endpoint this case's load hit."""
     key = f"{case['server']}/{case['database']}/{'orm' if case['orm'] else 'raw'}"
-    where = endpoint(proxy, case["key"].get("protocol", "h1"))
-    return ((doc.get("verification") or {}).get(key) or {}).get("conformance", {}).get(where)
+    protocol = case["key"].get("protocol", "h1")
+    where = endpoint(proxy, protocol)
+    verification = doc.get("verification") or {}
+    found = (verification.get(key) or {}).get("conformance", {}).get(where)
+    if found is None and proxy != "none" and protocol in HTTP2:
+        # h2spec tests the proxy's HTTP/2, the same whichever server is behind it: a
+        # server that speaks h2 itself was checked on its own listener, the proxy's
+        # verdict is another variant's (bench.verify.protocol_checks)
+        found = next((v["conformance"][where] for v in verification.values()
+                      if where in (v or {}).get("conformance", {})), None)
+    return found
 
 
 def _table_order(item) -> tuple:

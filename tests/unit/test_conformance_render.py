@@ -104,6 +104,21 @@ def test_behind_a_proxy_the_row_shows_the_proxys_verdicts():
     assert tables.conformance_of(doc, case, "haproxy") is None
 
 
+def test_a_proxys_h2spec_verdict_is_shared_by_the_servers_behind_it():
+    # "own" speaks h2 itself (checked on its own listener: none@h2); the nginx@h2 verdict
+    # was recorded for "other", which nginx terminated h2 for: the proxy's HTTP/2 is the
+    # same whichever server is behind it, so own's rows behind nginx show it too
+    own = case_doc("own", "none", False, "plain", rps=(9000, 9100, 8950))
+    own["key"].update(protocol="h2", streams=1)
+    doc = run_doc([own])
+    h2spec = {"h2spec": {"verdict": "fail", "passed": 120, "applicable": 145}}
+    doc["verification"] = {"own/none/raw": {"conformance": {"none@h2": {"h2spec": {}}}},
+                           "other/none/raw": {"conformance": {"nginx@h2": h2spec}}}
+    assert tables.conformance_of(doc, own, "nginx") == h2spec
+    assert tables.conformance_of(doc, own, "none") == {"h2spec": {}}
+    assert tables.conformance_of(doc, own, "haproxy") is None      # nobody went through it
+
+
 def test_report_html_details_every_verdict_that_is_not_a_pass(tmp_path):
     from bench.report import html
     doc = conformance_doc()
