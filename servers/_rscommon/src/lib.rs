@@ -13,6 +13,11 @@
 //! - [`serve`] and [`reply`] (feature `tokio-http`, for axum, hyper and warp): the
 //!   process around a tokio server (runtime, signals, pool, listener, graceful stop)
 //!   and the contract's answers as `http::Response`s.
+//! - [`protocols`] (feature `tls`): the TLS and h2c listeners the harness asks for by
+//!   environment (servers/README.md "Protocols a server speaks itself") and the one
+//!   rustls 0.23 server configuration (ring, TLS 1.3 only, TLS13_AES_128_GCM_SHA256).
+//! - [`listeners`] (feature `own-protocols`, for axum and hyper, on hyper 1): those
+//!   listeners served with tokio-rustls and hyper's own HTTP/1 and HTTP/2 connections.
 //!
 //! Nothing here knows an HTTP framework: a server maps its request onto these functions
 //! and turns their `Result<body, Failure>` into its own response type. Everything on
@@ -28,3 +33,7 @@ pub mod suite;
 pub mod reply;
 #[cfg(feature = "tokio-http")]
 pub mod serve;
+#[cfg(feature = "own-protocols")]
+pub mod listeners;
+#[cfg(feature = "tls")]
+pub mod protocols;

@@ -10,10 +10,14 @@
 //! 3. SIGTERM and SIGINT handlers, installed first, so a stop during start-up is clean;
 //! 4. the whole pool opened before the server listens: every connection of the budget
 //!    exists by the time /ping/ answers;
-//! 5. the listener ([`listen`]), then the framework's accept loop as a task on the
-//!    workers (each connection a task there too);
+//! 5. the listener ([`listen`]), and the server's own TLS and h2c listeners if the
+//!    harness asks for them ([`main_with_protocols`], servers/_rscommon/src/listeners.rs;
+//!    [`main`] opens none), then the framework's accept loop as a task on the workers
+//!    (each connection a task there too), so /ping/ answers only once every listener is
+//!    open;
 //! 6. on a signal, a graceful stop: the server is told to stop accepting and to close
-//!    idle keep-alive connections, in-flight requests get [`GRACE`], the pool's
+//!    idle keep-alive connections (the other listeners too), in-flight requests get
+//!    [`GRACE`] (one deadline for all listeners), the pool's
 //!    connections are closed (bounded by [`POOL_CLOSE`]) rather than left to the OS,
 //!    and whatever still runs is dropped with the runtime. The harness sends SIGKILL
 //!    5 s after SIGTERM; 1.5 + 0.5 + 0.2 s stays well under it.
@@ -29,6 +33,8 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::config::Config;
 use crate::contract::AppState;
@@ -52,9 +58,32 @@ pub type State = Arc<AppState<Db>>;
 pub struct Stop(Arc<Notify>);
 
 impl Stop {
+    fn new() -> Stop {
+        Stop(Arc::new(Notify::new()))
+    }
+
     /// Resolves once the stop is requested (at once if it already was).
     pub async fn requested(&self) {
         self.0.notified().await
+    }
+}
+
+/// The accept loops a server runs besides its main listener's (its own TLS and h2c
+/// listeners), each a task with a [`Stop`] of its own; none for [`main`].
+#[derive(Default)]
+pub struct Others(Vec<(Stop, JoinHandle<()>)>);
+
+impl Others {
+    /// Spawns `serve(stop)` on the runtime: an accept loop that returns once it has
+    /// stopped accepting and its connections have finished after the stop.
+    pub fn spawn<F, Fut>(&mut self, serve: F)
+    where
+        F: FnOnce(Stop) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let stop = Stop::new();
+        let task = tokio::spawn(serve(stop.clone()));
+        self.0.push((stop, task));
     }
 }
 
@@ -69,6 +98,62 @@ where
     F: FnOnce(TcpListener, State, Stop) -> Fut,
     Fut: Future + Send + 'static,
     Fut::Output: Debug + Send + 'static,
+{
+    start(name, serve, |_, _| async { Ok(Others::default()) })
+}
+
+/// [`main`], and besides the main listener the TLS and h2c listeners the harness asks
+/// for by environment (BENCH_TLS_PORT + BENCH_TLS_CERT + BENCH_TLS_KEY, BENCH_H2C_PORT;
+/// servers/README.md "Protocols a server speaks itself"), opened before the main
+/// listener is served and serving what `service` makes of the state: the same routes
+/// as a hyper service (src/listeners.rs). Without those variables, exactly [`main`].
+#[cfg(feature = "own-protocols")]
+pub fn main_with_protocols<F, Fut, M, S, B>(name: &'static str, serve: F, service: M) -> ExitCode
+where
+    F: FnOnce(TcpListener, State, Stop) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: Debug + Send + 'static,
+    M: FnOnce(State) -> S,
+    S: hyper::service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let own = match crate::protocols::OwnProtocols::from_env() {
+        Ok(own) => own,
+        Err(e) => {
+            eprintln!("{name}: configuration error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if own.is_empty() {
+        return main(name, serve);
+    }
+    start(name, serve, move |cfg: &Config, state: &State| {
+        let host = cfg.host.clone();
+        let service = service(state.clone());
+        async move {
+            let mut others = Others::default();
+            crate::listeners::open_and_serve(&own, &host, service, &mut others).await?;
+            Ok(others)
+        }
+    })
+}
+
+/// [`main`] with `others`: what opens and spawns the other listeners, once the main one
+/// is open and before it is served (an error: the reason the server cannot start).
+fn start<F, Fut, O, OFut>(name: &'static str, serve: F, others: O) -> ExitCode
+where
+    F: FnOnce(TcpListener, State, Stop) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: Debug + Send + 'static,
+    O: FnOnce(&Config, &State) -> OFut,
+    OFut: Future<Output = Result<Others, String>>,
 {
     let cfg = match Config::from_env(name, None) {
         Ok(cfg) => cfg,
@@ -90,16 +175,18 @@ where
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(run(name, cfg, serve));
+    let code = runtime.block_on(run(name, cfg, serve, others));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     code
 }
 
-async fn run<F, Fut>(name: &'static str, cfg: Config, serve: F) -> ExitCode
+async fn run<F, Fut, O, OFut>(name: &'static str, cfg: Config, serve: F, others: O) -> ExitCode
 where
     F: FnOnce(TcpListener, State, Stop) -> Fut,
     Fut: Future + Send + 'static,
     Fut::Output: Debug + Send + 'static,
+    O: FnOnce(&Config, &State) -> OFut,
+    OFut: Future<Output = Result<Others, String>>,
 {
     let (mut sigterm, mut sigint) = match (
         signal(SignalKind::terminate()),
@@ -129,7 +216,17 @@ where
         }
     };
 
-    let stop = Stop(Arc::new(Notify::new()));
+    let others = match others(&cfg, &state).await {
+        Ok(others) => others,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            drop(listener);
+            state.db.close().await;
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let stop = Stop::new();
     let mut server = tokio::spawn(serve(listener, state.clone(), stop.clone()));
     let mut code = ExitCode::SUCCESS;
     tokio::select! {
@@ -143,9 +240,24 @@ where
 
     // notify_one keeps the permit if the accept loop is not waiting at this moment.
     stop.0.notify_one();
-    if !server.is_finished() && tokio::time::timeout(GRACE, &mut server).await.is_err() {
+    for (stop, _) in &others.0 {
+        stop.0.notify_one();
+    }
+    // One deadline for every listener's in-flight requests.
+    let deadline = Instant::now() + GRACE;
+    if !server.is_finished()
+        && tokio::time::timeout_at(deadline, &mut server)
+            .await
+            .is_err()
+    {
         eprintln!("{name}: connections still open after {GRACE:?}; exiting anyway");
         server.abort();
+    }
+    for (_, mut task) in others.0 {
+        if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+            eprintln!("{name}: TLS/h2c connections still open after {GRACE:?}; exiting anyway");
+            task.abort();
+        }
     }
     // Bounded: a request aborted above may still hold a connection.
     if tokio::time::timeout(POOL_CLOSE, state.db.close())

@@ -25,7 +25,8 @@ pub type Body = Full<Bytes>;
 /// Shared by all worker threads behind one `Arc` (src/main.rs).
 pub type State = AppState<Db>;
 
-type Response = hyper::Response<Body>;
+/// Every response (src/main.rs names it for the service all listeners share).
+pub type Response = hyper::Response<Body>;
 /// The `Allow` header of a 405 (RFC 9110 §15.5.6), as axum sends it: a GET resource
 /// answers HEAD too.
 const ALLOW_GET: HeaderValue = HeaderValue::from_static("GET,HEAD");

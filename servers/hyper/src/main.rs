@@ -10,7 +10,9 @@
 //! hyper-specific (configuration, the contract's parsing, validation and bodies, the
 //! sqlx pool and queries, the database suite, and the process around the server:
 //! runtime, signals, listener with TCP_NODELAY, graceful stop) is servers/_rscommon,
-//! shared with the other Rust servers (serve.rs: with axum and warp).
+//! shared with the other Rust servers (serve.rs: with axum and warp). So are the TLS
+//! and h2c listeners the harness may ask for besides HTTP/1.1 (listeners.rs, with axum),
+//! which serve the same `service_fn` with hyper's HTTP/1 and HTTP/2 connections.
 
 mod handlers;
 
@@ -31,8 +33,27 @@ use webbench_common::serve::{self, State, Stop};
 const ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
 fn main() -> ExitCode {
-    // BENCH_SERVER_ID's default; no ORM variant (manifest: orm = [false]).
-    serve::main("hyper", serve)
+    // BENCH_SERVER_ID's default; no ORM variant (manifest: orm = [false]). The same
+    // service on the TLS / h2c listeners when BENCH_TLS_PORT / BENCH_H2C_PORT ask for them.
+    serve::main_with_protocols("hyper", serve, service)
+}
+
+/// The one service of every connection, whatever its listener: each request clones the
+/// Arc into its future (hyper's Service takes &self and returns an owned future).
+fn service(
+    state: State,
+) -> impl hyper::service::Service<
+    hyper::Request<hyper::body::Incoming>,
+    Response = handlers::Response,
+    Error = Infallible,
+    Future = impl std::future::Future<Output = Result<handlers::Response, Infallible>> + Send,
+> + Clone
+       + Send
+       + 'static {
+    service_fn(move |req| {
+        let state = state.clone();
+        async move { Ok::<_, Infallible>(handlers::handle(&state, req).await) }
+    })
 }
 
 /// hyper's HTTP/1.1 connection settings: its defaults, stated (manifest [notes]).
@@ -57,6 +78,7 @@ fn http1_builder() -> http1::Builder {
 async fn serve(listener: TcpListener, state: State, stop: Stop) {
     let http = http1_builder();
     let graceful = GracefulShutdown::new();
+    let service = service(state);
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -68,14 +90,8 @@ async fn serve(listener: TcpListener, state: State, stop: Stop) {
             },
             _ = stop.requested() => break,
         };
-        let state = state.clone();
-        // One service per connection; each request clones the Arc into its future
-        // (hyper's Service takes &self and returns an owned future).
-        let service = service_fn(move |req| {
-            let state = state.clone();
-            async move { Ok::<_, Infallible>(handlers::handle(&state, req).await) }
-        });
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        // One service per connection (a clone: one more reference to the state).
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service.clone()));
         tokio::spawn(async move {
             // A connection error (a client gone mid-request, a malformed request
             // hyper already answered with 400) is that connection's end: no log.
