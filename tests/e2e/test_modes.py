@@ -67,7 +67,7 @@ def only_run_dir(results_dir):
 @pytest.mark.measure       # the latency at each fixed rate and the knee
 def test_behind_a_proxy_and_latency_at_fixed_rates(tmp_path):
     out = run_bench("--servers", "gin", "--tests", "plain", "--connections", "16",
-                    "--behind", "none,nginx", "--rate", "50%,2000000", "--knee-p99", "50",
+                    "--behind", "none,nginx", "--rate", "20%,2000000", "--knee-p99", "50",
                     "--no-ceiling", "--repeat", "1", "--duration", "2", "--warmup", "1",
                     "--results-dir", str(tmp_path), *PORTS)
     doc = only_run(tmp_path)
@@ -79,12 +79,14 @@ def test_behind_a_proxy_and_latency_at_fixed_rates(tmp_path):
         assert case["status"] == "ok", case["reason"]
     assert "proxy" in behind["samples"][0]["resources"]
     assert "proxy" not in direct["samples"][0]["resources"]
-    half = cases[("gin", "plain", 16, "keep-alive", "none", "50%")]["samples"][0]
-    assert half["status"] == "ok", half["reason"]
-    rate = half["summary"]["rate"]
-    assert rate["asked"] == pytest.approx(0.5 * direct["stats"]["requests_per_sec"]["median"])
+    # a fifth of the closed-loop maximum: oha's open model beside gin on 2 busy cores
+    # reached 16,096 of 17,471 req/s at half of it once in CI (an honest "invalid")
+    share = cases[("gin", "plain", 16, "keep-alive", "none", "20%")]["samples"][0]
+    assert share["status"] == "ok", share["reason"]
+    rate = share["summary"]["rate"]
+    assert rate["asked"] == pytest.approx(0.2 * direct["stats"]["requests_per_sec"]["median"])
     assert rate["achieved"] >= 0.95 * rate["asked"]
-    assert half["generator"]["name"] == "oha" and "--latency-correction" in half["generator"]["command"]
+    assert share["generator"]["name"] == "oha" and "--latency-correction" in share["generator"]["command"]
     # a rate no machine here can send is reported as not reached, not stored as a figure
     absurd = cases[("gin", "plain", 16, "keep-alive", "none", "2000000")]["samples"][0]
     assert absurd["status"] == "invalid" and "asked for 2,000,000 req/s" in absurd["reason"]

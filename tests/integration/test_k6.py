@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.analysis import judge
 from bench.setup.install import install
 from bench.core import manifest
 from bench.core.plan import Variant
@@ -57,15 +58,24 @@ def test_closed_loop_through_the_seam(server_url):
     assert result.raw["metrics"]["vus_max"]["max"] == 8
 
 
+@pytest.mark.measure      # whether k6 kept the rate: alone, in the serial phase
 def test_open_model_keeps_a_low_rate_and_reports_the_rate_block(server_url):
-    request = LoadRequest("to json", server_url, connections=8, threads=1, duration_s=2.0,
+    """k6 drops an iteration that finds every VU busy: a stall of the machine longer than
+    VUs / rate (16 / 150 = 107 ms) drops some. With 8 VUs beside 3 other test workers, 6
+    of 300 were dropped once in CI. The bound is the harness's own: a point within
+    RATE_TOLERANCE of its rate is a measurement at that rate (judge.rate_problem)."""
+    request = LoadRequest("to json", server_url, connections=16, threads=1, duration_s=2.0,
                           timeout_s=5.0, seed=3, token="hardcoded_token", rate=150)
     generator = for_request(request, open_model="k6")
     result = generator.run(request)
     s, rate = result.summary, generator.describe(request, result)["rate"]
-    assert rate["asked"] == 150 and rate["achieved"] == pytest.approx(150, rel=0.05)
-    assert rate["dropped_iterations"] <= 3 and rate["not_sent"] <= 3     # a busy machine
-    assert s["errors"]["total"] == 0 and 290 <= s["requests"] <= 302
+    assert rate["asked"] == 150 and judge.rate_problem(s) is None, rate
+    assert rate["achieved"] == pytest.approx(150, rel=judge.RATE_TOLERANCE)
+    due = 300                                       # 150 req/s for 2 s
+    assert rate["not_sent"] >= rate["dropped_iterations"] >= 0
+    assert rate["not_sent"] <= judge.RATE_TOLERANCE * due, rate
+    assert s["errors"]["total"] == 0 and s["requests"] + rate["not_sent"] >= due - 2, (s, rate)
+    assert s["requests"] <= due + 2
 
 
 def test_open_model_beyond_the_vus_drops_iterations(server_url):
