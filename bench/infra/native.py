@@ -98,6 +98,10 @@ def wait_listening(server, protocol: str, host: str, port: int, tls,
                 raise ServerError(f"{server.spec.id}'s own listener at {base_url} does not "
                                   f"speak {protocol}, which its manifest's protocols say: "
                                   f"{exc}", server.log_path) from None
+            if exc.bad_certificate:
+                raise ServerError(f"{server.spec.id}'s own listener at {base_url} presented "
+                                  f"a certificate that failed verification: {exc}",
+                                  server.log_path) from None
             last = str(exc)
             time.sleep(0.05)
             continue

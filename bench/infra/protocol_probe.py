@@ -20,12 +20,27 @@ from bench.infra.certs import CIPHER_SUITE, TLS_VERSION
 
 class ProtocolError(RuntimeError):
     """The endpoint did not answer over the protocol asked, or negotiated another one.
-    `wrong_protocol`: its handshake completed selecting another protocol, which asking
-    again will not change (a listener still starting is not that)."""
+    `wrong_protocol`: its handshake completed selecting another protocol; `bad_certificate`:
+    the certificate it presented failed verification (expired, another name, another CA).
+    Asking again changes neither (a listener still starting is not that): `final`."""
 
-    def __init__(self, why: str, wrong_protocol: bool = False):
+    def __init__(self, why: str, wrong_protocol: bool = False, bad_certificate: bool = False):
         super().__init__(why)
-        self.wrong_protocol = wrong_protocol
+        self.wrong_protocol, self.bad_certificate = wrong_protocol, bad_certificate
+
+    @property
+    def final(self) -> bool:
+        return self.wrong_protocol or self.bad_certificate
+
+
+def _certificate_refused(exc: BaseException) -> bool:
+    """Whether `exc` or what caused it is a failed certificate verification (httpx wraps
+    ssl's error in its ConnectError)."""
+    while exc is not None:
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 @dataclass(frozen=True)
@@ -90,7 +105,7 @@ def get(url: str, protocol: str, *, ca: Path | None, headers: dict | None = None
                     f"the TLS handshake selected {selected or 'no application protocol'} "
                     f"where ALPN offered only h2: the endpoint does not speak HTTP/2 over "
                     f"TLS ({why})", wrong_protocol=True) from None
-        raise ProtocolError(why) from None
+        raise ProtocolError(why, bad_certificate=_certificate_refused(exc)) from None
 
 
 def alpn(url: str, ca: Path, timeout: float = 2.0) -> str | None:

@@ -210,6 +210,9 @@ def _probe(running: RunningProxy, tls) -> tuple[tuple | None, str]:
         answer = protocol_probe.get(f"{running.base_url}/ping/", running.protocol,
                                     ca=tls.ca if tls is not None else None, timeout=1)
     except protocol_probe.ProtocolError as exc:
+        if exc.final:              # asking again until the timeout would change nothing
+            raise ProxyError(f"the {running.spec.name} proxy at {running.base_url} cannot "
+                             f"answer --protocol {running.protocol}: {exc}") from None
         return None, str(exc)
     running.negotiated = answer.negotiated()
     wrong = answer.problems(running.protocol)

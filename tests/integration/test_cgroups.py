@@ -50,7 +50,10 @@ def test_a_busy_process_reads_its_own_cpu_and_leaves_no_cgroup_behind():
     server = sampler.figures()["server"]
     own = rusage.ru_utime + rusage.ru_stime
     assert server["accounting"] == CGROUP2 and server["accounting_note"] is None
-    assert own >= BURN_S and server["cpu_s"] == pytest.approx(own, abs=0.03)
+    # the cgroup counts from the move on: the whole burn (told to start after it), not
+    # the interpreter's start-up before it, which rusage also has (the start-up's share
+    # grows on a busy machine); 0.001: cpu_s is rounded to ms, 0.03: the two clocks
+    assert own >= BURN_S and BURN_S - 0.001 <= server["cpu_s"] <= own + 0.03, (server, own)
     assert "/webbench/" in placed_in
     assert not os.path.exists(os.path.join(procfs.cgroup2_mount(), placed_in.lstrip("/")))
 

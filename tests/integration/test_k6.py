@@ -51,7 +51,9 @@ def test_closed_loop_through_the_seam(server_url):
     assert result.exit_code == 0 and generator.describe(request, result) == {}
     assert s["requests"] == s["sent"] > 100 and s["errors"]["total"] == 0, s["errors"]
     assert s["requests_per_sec"] == pytest.approx(s["requests"] / s["duration_s"])
-    assert 2.0 <= s["duration_s"] < 4.0 and s["bytes"] > 0
+    # the window, plus at most the last requests' timeout (and slack for a busy machine)
+    assert request.duration_s <= s["duration_s"] < request.duration_s + request.timeout_s + 1
+    assert s["bytes"] > 0
     assert 0 < s["latency_ms"]["p50"] <= s["latency_ms"]["p99"] <= s["latency_ms"]["max"]
     assert s["latency_histogram"] is None and s["latency_histogram_error"]
     assert result.client_cpu_s > 0 and result.connections == 8 and result.threads == 1

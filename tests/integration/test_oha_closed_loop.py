@@ -54,7 +54,9 @@ def test_closed_loop_through_the_seam(server_url):
     assert "rate" not in s and "latency_uncorrected_ms" not in s
     assert s["requests"] == s["sent"] > 100 and s["errors"]["total"] == 0, s["errors"]
     assert s["requests_per_sec"] == pytest.approx(s["requests"] / s["duration_s"])
-    assert 2.0 <= s["duration_s"] < 4.0 and s["bytes"] > 0
+    # the window, plus at most the last requests' timeout (and slack for a busy machine)
+    assert closed.duration_s <= s["duration_s"] < closed.duration_s + closed.timeout_s + 1
+    assert s["bytes"] > 0
     latency = s["latency_ms"]
     assert 0 < latency["min"] <= latency["p50"] <= latency["p99"] <= latency["max"]
     # the whole distribution from the dump (no due times: each latency from its send)
@@ -71,8 +73,11 @@ def test_closed_loop_is_not_held_to_any_rate(server_url):
                                                               worker_threads=1)).summary
     rated = oha.run_oha("plain", server_url, oha.OhaSettings(8, 100, 1.0,
                                                              worker_threads=1)).summary
-    assert rated["rate"]["achieved"] == pytest.approx(100, rel=0.05)
-    assert closed["requests_per_sec"] > 5 * rated["requests_per_sec"]
+    # paced: at most the 100 due in the 1 s window (whether all went out is the rate
+    # tests' job, run alone: a busy machine may leave some unsent)
+    assert 50 < rated["requests"] <= 101, rated
+    # the same 1 s window: the closed loop is not held to the rate
+    assert closed["requests"] > 5 * rated["requests"], (closed, rated)
 
 
 def test_same_keys_and_units_as_wrk_on_the_same_case(server_url):

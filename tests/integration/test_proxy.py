@@ -211,6 +211,7 @@ def test_the_proxy_runs_w_workers_and_is_gone_after_the_context(upstream, tmp_pa
 
 @each_proxy
 def test_a_proxy_in_front_of_nothing_is_a_clear_error_not_a_hang(proxy_spec, tmp_path):
+    ensure_built(proxy_spec, tmp_path)  # Traefik's build is not what the clock times
     with refusing_port() as sock:
         port = sock.getsockname()[1]
         start = time.monotonic()
@@ -232,7 +233,8 @@ def test_an_upstream_that_goes_away_gives_a_prompt_502_and_the_proxy_is_gone_aft
         start = time.monotonic()
         r = requests.get(proxy.base_url + "/plain/?param1=a", headers={"token": TOKEN},
                          timeout=10)
-        assert r.status_code in (502, 503) and time.monotonic() - start < 2, r.status_code
+        # well below the 10 s timeout: refused at once, with slack for a busy machine
+        assert r.status_code in (502, 503) and time.monotonic() - start < 5, r.status_code
     for pid in pids:
         assert not psutil.pid_exists(pid) or \
             psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, pid

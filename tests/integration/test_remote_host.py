@@ -101,7 +101,7 @@ def test_run_stops_a_command_past_its_timeout(hosts):
     start = time.monotonic()
     done = host.run(["sleep", "30"], timeout=0.5, on_start=seen.append)
     assert done.timed_out and done.returncode == -signal.SIGINT, done
-    assert time.monotonic() - start < 4
+    assert time.monotonic() - start < 10        # not the 30 s: slack for a busy machine
     assert len(seen) == 1 and seen[0] > 1
 
 
@@ -273,7 +273,7 @@ def test_a_host_whose_sshd_is_killed_raises_host_unreachable(hosts, netns_testbe
         start = time.monotonic()
         with pytest.raises(HostUnreachable) as caught:
             host.which("sh")
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < 10    # the session ends at once: slack for a busy machine
         message = str(caught.value)
         assert host.name in message and "unreachable" in message
         assert "connection" in message.lower() or "exited" in message, message
@@ -283,7 +283,7 @@ def test_a_host_whose_sshd_is_killed_raises_host_unreachable(hosts, netns_testbe
         assert until(lambda: not node.others(), 5), node.others()
         start = time.monotonic()
         problem = host.close()                              # bounded, never raises
-        assert time.monotonic() - start < 10
+        assert time.monotonic() - start < 20
         assert problem and host.name in problem, problem    # sshd is down: says so
     finally:
         netns_testbed.start_sshd(node)
@@ -309,13 +309,15 @@ def test_a_silently_lost_link_is_noticed_within_the_call_timeout(hosts, netns_te
 
 def test_a_slow_answer_fails_that_request_only_while_the_liveness_probe_answers(hosts):
     from bench.infra.remote import RemoteError
-    host = hosts("server", call_timeout=2.0)
+    # the probe answers in ms; 5 s, so that a busy machine's stall is not a lost host
+    host = hosts("server", call_timeout=5.0)
     proc = host.spawn(["sleep", "30"])
     try:
         start = time.monotonic()
         with pytest.raises(RemoteError, match="answers the liveness probe"):
             host._call("wait", within=0.3, pid=proc.pid, timeout=5)   # the agent's own request
-        assert time.monotonic() - start < 0.3 + 2.0 + 1
+        # the request's 0.3 s, then a probe answered within its call timeout; plus slack
+        assert time.monotonic() - start < 0.3 + 5.0 + 2
         assert host.unreachable is None and host.which("sh") and proc.poll() is None
     finally:
         host.signal_group(proc.pid, signal.SIGKILL)
