@@ -30,7 +30,6 @@
 //!   finishes its open streams), within the process's grace period (serve.rs).
 
 use std::error::Error as StdError;
-use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,18 +39,15 @@ use hyper::service::Service;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::protocols::{tls_config, OwnProtocols, ALPN};
-use crate::serve::{listen, Others, Stop};
+use crate::serve::{accept, listen, Others, Stop};
 
 /// A TLS handshake not finished by then is dropped (a client that connects and sends
 /// nothing would otherwise hold its task until the process stops).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// After an accept error that is not one connection's (EMFILE, ENFILE, ENOBUFS): wait
-/// before accepting again rather than spin, as the main listeners' loops do.
-const ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Reads the certificate and opens every listener `own` asks for on `host`, then serves
 /// `service` on each (an accept loop per listener in `others`). Nothing is served
@@ -178,32 +174,4 @@ where
     }
     drop(listener);
     graceful.shutdown().await;
-}
-
-/// The next accepted socket (TCP_NODELAY inherited from the listener, serve::listen),
-/// or None once the stop is requested. A connection that died before it was accepted
-/// is skipped; any other error is reported, then the loop waits a moment.
-async fn accept(listener: &TcpListener, stop: &Stop, what: &str) -> Option<TcpStream> {
-    loop {
-        let error = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => return Some(stream),
-                Err(e) => e,
-            },
-            _ = stop.requested() => return None,
-        };
-        if matches!(
-            error.kind(),
-            io::ErrorKind::ConnectionRefused
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::ConnectionReset
-        ) {
-            continue;
-        }
-        eprintln!("accept error on the {what} listener: {error}");
-        tokio::select! {
-            _ = tokio::time::sleep(ACCEPT_BACKOFF) => {}
-            _ = stop.requested() => return None,
-        }
-    }
 }

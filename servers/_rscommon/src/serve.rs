@@ -30,7 +30,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -49,6 +49,9 @@ pub const POOL_CLOSE: Duration = Duration::from_millis(500);
 const RUNTIME_SHUTDOWN: Duration = Duration::from_millis(200);
 /// The listen backlog: what tokio's `TcpListener::bind` uses.
 const BACKLOG: u32 = 1024;
+/// After an accept error that is not one connection's (EMFILE, ENFILE, ENOBUFS): wait
+/// before accepting again, as axum's and hyper 0.14's accept loops do, rather than spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// What a server's accept loop is given: the state every request shares.
 pub type State = Arc<AppState<Db>>;
@@ -267,6 +270,35 @@ where
         eprintln!("{name}: the pool did not close within {POOL_CLOSE:?}");
     }
     code
+}
+
+/// The next accepted socket (TCP_NODELAY inherited from the listener, serve::listen),
+/// or None once the stop is requested. A connection that died before it was accepted
+/// is skipped; any other error (out of file descriptors...) is reported, then the loop
+/// waits a moment instead of spinning on it. Every Rust accept loop here uses this one.
+pub async fn accept(listener: &TcpListener, stop: &Stop, what: &str) -> Option<TcpStream> {
+    loop {
+        let error = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => return Some(stream),
+                Err(e) => e,
+            },
+            _ = stop.requested() => return None,
+        };
+        if matches!(
+            error.kind(),
+            io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::ConnectionReset
+        ) {
+            continue;
+        }
+        eprintln!("accept error on the {what} listener: {error}");
+        tokio::select! {
+            _ = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+            _ = stop.requested() => return None,
+        }
+    }
 }
 
 /// The listening socket, with TCP_NODELAY set on it before `listen`: Linux copies it to

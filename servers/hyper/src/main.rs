@@ -17,9 +17,7 @@
 mod handlers;
 
 use std::convert::Infallible;
-use std::io;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -27,10 +25,6 @@ use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use webbench_common::serve::{self, State, Stop};
-
-/// After an accept error that is not one connection's (EMFILE, ENFILE, ENOBUFS): wait
-/// before accepting again, as axum's and hyper 0.14's accept loops do, rather than spin.
-const ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
 fn main() -> ExitCode {
     // BENCH_SERVER_ID's default; no ORM variant (manifest: orm = [false]). The same
@@ -80,15 +74,8 @@ async fn serve(listener: TcpListener, state: State, stop: Stop) {
     let graceful = GracefulShutdown::new();
     let service = service(state);
     loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    accept_error(e).await;
-                    continue;
-                }
-            },
-            _ = stop.requested() => break,
+        let Some(stream) = serve::accept(&listener, &stop, "HTTP/1.1").await else {
+            break;
         };
         // One service per connection (a clone: one more reference to the state).
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service.clone()));
@@ -100,20 +87,4 @@ async fn serve(listener: TcpListener, state: State, stop: Stop) {
     }
     drop(listener);
     graceful.shutdown().await;
-}
-
-/// The listener's own errors: a connection that died before it was accepted is
-/// skipped; anything else (out of file descriptors...) is reported, then the loop
-/// waits a moment instead of spinning on it.
-async fn accept_error(e: io::Error) {
-    if matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionReset
-    ) {
-        return;
-    }
-    eprintln!("hyper: accept error: {e}");
-    tokio::time::sleep(ACCEPT_BACKOFF).await;
 }
