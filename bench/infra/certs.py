@@ -105,7 +105,7 @@ def ca_on_host(tls: Certificates, host) -> str:
     if not host.remote:
         return str(tls.ca)
     path = host.path(f"remote-tmp/tls-{tls.ca.parent.parent.name}/{tls.ca.name}")
-    host.put(tls.ca, path)
+    _put_once(host, tls.ca, path)
     return path
 
 
@@ -117,6 +117,19 @@ def on_host(tls: Certificates, host) -> Certificates:
         return tls
     folder = f"remote-tmp/tls-{tls.cert.parent.parent.name}"
     cert, key = host.path(f"{folder}/{tls.cert.name}"), host.path(f"{folder}/{tls.key.name}")
-    host.put(tls.cert, cert)
-    host.put(tls.key, key)
+    _put_once(host, tls.cert, cert)
+    _put_once(host, tls.key, key)
     return dataclasses.replace(tls, cert=Path(cert), key=Path(key))
+
+
+# (host, its path, the local file's identity) already copied by this process: a run's
+# certificate is made once and every sample's start asks for it on the same host again
+_COPIED: set[tuple] = set()
+
+
+def _put_once(host, local: Path, remote: str) -> None:
+    stat = local.stat()
+    key = (host.name, remote, str(local), stat.st_mtime_ns, stat.st_size)
+    if key not in _COPIED:
+        host.put(local, remote)
+        _COPIED.add(key)

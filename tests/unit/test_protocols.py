@@ -223,3 +223,18 @@ def test_on_another_host_the_certificate_is_copied_there_and_the_ca_stays_here(t
     client = FakeHost("client", remote=True)
     ca = certs.ca_on_host(tls, client)
     assert Path(ca).read_bytes() == tls.ca.read_bytes() and ca.startswith(client.path(""))
+
+
+def test_each_sample_start_asks_for_the_certificate_but_a_host_gets_it_once(tmp_path):
+    from bench.infra.fake import FakeHost
+    tls = certs.make(tmp_path / "run-2" / "tls", ["localhost", "10.0.0.2"])
+    there, copies = FakeHost("server", remote=True), []
+    put = there.put
+    there.put = lambda local, remote: (copies.append(Path(local).name), put(local, remote))
+    first, again = certs.on_host(tls, there), certs.on_host(tls, there)
+    certs.ca_on_host(tls, there), certs.ca_on_host(tls, there)
+    assert first == again and sorted(copies) == sorted([tls.cert.name, tls.key.name, tls.ca.name])
+    # another run's certificate (another file) is copied again
+    other = certs.make(tmp_path / "run-3" / "tls", ["localhost", "10.0.0.2"])
+    certs.on_host(other, there)
+    assert len(copies) == 5
