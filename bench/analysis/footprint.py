@@ -40,6 +40,10 @@ class Footprint:
     artefact_mb: float | None = None    # what runs, as its build recorded it (None: no build)
     # spawn to the first 200 of the case's own endpoint (None: a test that writes)
     start_to_first_answer_s: Spread | None = None
+    # the kernel's memory for the server's TCP sockets under load (not in PSS): the
+    # median of the samples' means and the highest reading (None: not measured)
+    socket_mean_mb: float | None = None
+    socket_peak_mb: float | None = None
 
 
 def spread(values: list[float]) -> Spread | None:
@@ -77,7 +81,12 @@ def case_footprint(case: dict, build: dict | None = None) -> Footprint | None:
     kinds = sorted({k for k in [p.get("memory_idle_kind") for p in process]
                     + [loaded.get("memory_kind")] if k})
     caps = [p.get("memory_cap") for p in process if p.get("memory_cap")]
+    sockets = [((s.get("resources") or {}).get("server") or {}).get("socket_memory_mb")
+               for s in ok]
+    sockets = [s for s in sockets if s]
     return Footprint(
+        socket_mean_mb=pystats.median(s["mean"] for s in sockets) if sockets else None,
+        socket_peak_mb=max(s["peak"] for s in sockets) if sockets else None,
         load_split_mb=median_parts([(s.get("resources") or {}).get("server", {})
                                     .get("memory_split_mb") for s in ok],
                                    ("anon", "file", "shmem")),

@@ -41,6 +41,7 @@ FIRST_PID = 10_000_000         # above any kernel's pid_max: never a real proces
 ENDING = {signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGQUIT, signal.SIGHUP}
 CPU_SHARE = 0.5                # cores each fake process is said to use while it runs
 MEMORY_MB = 20.0               # and its memory
+SOCKET_BYTES = 65536           # and the kernel's memory for each connection it holds
 FILE_STEPS = ("euid", "make_temp_folder", "make_folder", "write_file", "append", "tail_file",
               "remove", "sizes")        # a FakeHost's files are this machine's: done for real
 
@@ -353,6 +354,15 @@ class FakeHost:
     def connections_on_port(self, refs: list[ProcessRef], port: int) -> dict[int, int]:
         return {r.pid: self.connections.get(r.pid, 0) for r in refs
                 if self._alive(r.pid, r.create_time)}
+
+    def socket_memory(self, groups: dict[str, list[ProcessRef]]) -> dict[str, list[int]] | None:
+        """SOCKET_BYTES for each open connection of a group's live processes."""
+        out = {}
+        for name, refs in groups.items():
+            held = sum(self.connections.get(r.pid, 0) for r in refs
+                       if self._alive(r.pid, r.create_time))
+            out[name] = [held * SOCKET_BYTES, held]
+        return out
 
     def read(self, ref: ProcessRef, memory: bool) -> ProcessFigures | None:
         """CPU_SHARE of a core since it started, MEMORY_MB of PSS; None once gone."""

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 import psutil
 
 from bench.infra import state
-from bench.infra.agent import network, procfs
+from bench.infra.agent import network, procfs, sockets
 from bench.infra.agent.steps import STEPS, machine
 from bench.infra.seam import (Completed, Host, HostUnreachable, HttpAnswer, HttpUnanswered,
                               ProcessFigures, ProcessRef, TransferError, fingerprint_of,
@@ -250,6 +250,15 @@ class LocalHost:
         live = [r.pid for r in refs if (proc := self._proc(r)) is not None and proc.is_running()]
         counts = procfs.connections([[pid, procfs.started(pid)] for pid in live], port)
         return {int(pid): n for pid, n in counts.items()}
+
+    def socket_memory(self, groups: dict[str, list[ProcessRef]]) -> dict[str, list[int]] | None:
+        """Per group: [bytes, sockets], the kernel's memory for the TCP sockets its
+        processes hold (bench.infra.agent.sockets, as a remote host's agent reads it);
+        None when it cannot be read."""
+        return sockets.socket_memory(
+            {name: [[r.pid, procfs.started(r.pid)] for r in refs
+                    if (proc := self._proc(r)) is not None and proc.is_running()]
+             for name, refs in groups.items()})
 
     def read(self, ref: ProcessRef, memory: bool) -> ProcessFigures | None:
         """CPU seconds so far and (when `memory`) proportional memory, or None once gone.

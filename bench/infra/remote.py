@@ -284,6 +284,10 @@ class RemoteHost:
         counts = self._call("conns", refs=[[r.pid, r.create_time] for r in refs], port=port)
         return {int(pid): n for pid, n in counts.items()}
 
+    def socket_memory(self, groups: dict[str, list[ProcessRef]]) -> dict[str, list[int]] | None:
+        return self._call("sockmem", groups={name: [[r.pid, r.create_time] for r in refs]
+                                             for name, refs in groups.items()})
+
     def read(self, ref: ProcessRef, memory: bool) -> ProcessFigures | None:
         return self.read_many([ref], memory)[ref]
 

@@ -69,6 +69,8 @@ class _Group:
     memory_split: list[dict] = field(default_factory=list)
     memory_kind: str = ""
     max_processes: int = 0
+    socket_memory: list[float] = field(default_factory=list)   # MiB, with each memory reading
+    max_sockets: int = 0
 
 
 class ResourceSampler:
@@ -166,6 +168,8 @@ class ResourceSampler:
             except Exception:  # noqa: BLE001 - an unreadable host reads as empty this tick
                 read = {}
             figures_of.update({(id(host), ref): f for ref, f in read.items()})
+            if memory:
+                self._read_socket_memory(host, listed)
         for name, group in self.groups.items():
             delta, mem_total, kinds, seen, splits = 0.0, 0.0, set(), 0, []
             for pid, ref in listed[name].items():
@@ -196,6 +200,22 @@ class ResourceSampler:
                 if (split := _split_sum(splits)) is not None:
                     group.memory_split.append(split)
 
+    def _read_socket_memory(self, host: Host, listed: dict[str, dict[int, ProcessRef]]) -> None:
+        """The kernel's memory for the TCP sockets of each group on `host` (one reading
+        for all of them): the socket buffers PSS does not show."""
+        names = [name for name, g in self.groups.items() if g.host is host and listed[name]]
+        if not names:
+            return
+        try:
+            found = host.socket_memory({name: list(listed[name].values()) for name in names})
+        except Exception:  # noqa: BLE001 - a figure missing, never a sample lost
+            found = None
+        for name in names:
+            if found and found.get(name) is not None:
+                group = self.groups[name]
+                group.socket_memory.append(found[name][0] / 2**20)
+                group.max_sockets = max(group.max_sockets, found[name][1])
+
     def _read_cgroup_memory(self, name: str) -> None:
         reading = self.cgroup_memory[name]()
         kept = self.cgroup_memory_fullest.get(name)
@@ -224,6 +244,12 @@ class ResourceSampler:
                 "memory_split_mb": {part: round(sum(r[part] for r in g.memory_split)
                                                 / len(g.memory_split), 1)
                                     for part in g.memory_split[0]} if g.memory_split else None,
+                # the kernel's socket buffers (not in PSS): mean and peak over the
+                # memory readings, and the most TCP sockets held at one
+                "socket_memory_mb": {
+                    "mean": round(sum(g.socket_memory) / len(g.socket_memory), 2),
+                    "peak": round(max(g.socket_memory), 2),
+                    "sockets": g.max_sockets} if g.socket_memory else None,
                 "processes": g.max_processes,
                 "accounting": self.cgroups.accounting(name),
                 "accounting_note": self.cgroups.why_not.get(name),

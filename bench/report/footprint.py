@@ -10,7 +10,7 @@ from bench.report.cost import section_markdown, section_html
 
 HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
            "to its test's first answer ms", "to ready ms", "idle MiB", "under load MiB (mean / peak)",
-           "of which own / files / shmem MiB", "req/s per GiB", "requests per CPU-s",
+           "of which own / files / shmem MiB", "socket buffers MiB (mean / peak)", "req/s per GiB", "requests per CPU-s",
            "memory", "what runs MiB"]
 # only in a run with --server-memory
 CAP_HEADER = "capped cgroup: anon / page cache / sockets / kernel MiB"
@@ -29,7 +29,10 @@ EXPLAINED = (
     "memory; of which: its parts under load (the same readings' means, medians over the "
     "samples), from smaps_rollup's Pss_Anon (the processes' own: heap, stacks), Pss_File "
     "(code, libraries, mapped files) and Pss_Shmem. The kernel's socket buffers and page "
-    "cache are not in PSS: a run with --server-memory also shows the capped cgroup's own "
+    "cache are not in PSS. Socket buffers: the kernel's memory for the TCP sockets the "
+    "server's processes hold (receive queue, write queue and what was reserved ahead for "
+    "them, as `ss -tme` reads sock_diag's meminfo: r + w + f), read with each memory "
+    "reading, the median of the samples' means and the highest. A run with --server-memory also shows the capped cgroup's own "
     "account at its fullest reading in the window (memory.stat: anon, page cache, sockets, kernel; v1: "
     "rss, cache, kmem.tcp, kmem). req/s per GiB: the median req/s over the peak; requests "
     "per CPU-s: requests answered per second of the server's CPU (its cgroup where it "
@@ -81,6 +84,8 @@ def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
                      _ms(fp.start_to_ready_s), idle,
                      f"{_mb(fp.load_mean_mb)} / {_mb(fp.load_peak_mb)}",
                      _parts(fp.load_split_mb, ("anon", "file", "shmem")),
+                     "-" if fp.socket_peak_mb is None else
+                     f"{fp.socket_mean_mb:,.2f} / {fp.socket_peak_mb:,.2f}",
                      _num(fp.requests_per_sec_per_gib), _num(fp.requests_per_cpu_s),
                      fp.memory_kind or "-", _mb(fp.artefact_mb)])
         capped.append(_parts(fp.cap_split_mb, ("anon", "file", "sock", "kernel")))

@@ -151,8 +151,15 @@ def test_spawn_tree_read_and_signal_group_stop_the_whole_group(hosts, netns_test
 def test_the_resource_sampler_reads_a_remote_group(hosts):
     from bench.infra.resources import ResourceSampler
     host = hosts("server")
-    proc = host.spawn(["python3", "-c", "import time\nt = time.time()\nwhile time.time() - t < 3: pass"])
+    proc = host.spawn(["python3", "-c", "import socket, time\n"
+                       "listener = socket.create_server(('127.0.0.1', 0))\n"
+                       "t = time.time()\nwhile time.time() - t < 10: pass"])
     try:
+        # its listener open (asked of the remote agent: ss in its network namespace)
+        deadline = time.monotonic() + 30
+        while host.socket_memory({"p": host.tree(proc.pid)})["p"][1] < 1:
+            assert time.monotonic() < deadline, "the remote process never listened"
+            time.sleep(0.05)
         with ResourceSampler({"remote": (lambda: [r.pid for r in host.tree(proc.pid)], host),
                               "local": lambda: []}) as sampler:
             time.sleep(1.2)
@@ -166,6 +173,8 @@ def test_the_resource_sampler_reads_a_remote_group(hosts):
     # reads 0 and a busy one clearly more
     assert 0.05 < remote["cpu_s"] < 1.2 * figures["window_s"] + 0.1, figures
     assert remote["processes"] == 1 and remote["memory_kind"] == "pss", figures
+    # read with the memory: its one idle listener
+    assert remote["socket_memory_mb"] == {"mean": 0.0, "peak": 0.0, "sockets": 1}, figures
     assert figures["local"]["processes"] == 0
 
 

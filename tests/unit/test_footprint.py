@@ -57,14 +57,16 @@ def test_a_run_stored_before_start_up_and_idle_memory_keeps_what_it_has():
 
 def test_the_table_row_says_each_figure_with_its_unit():
     doc_case = case(sample(0.25, 100.0, 130.0, 150.0), sample(0.35, 102.0, 132.0, 140.0))
-    for s, anon in zip(doc_case["samples"], (100.0, 110.0)):
+    for s, anon, sock in zip(doc_case["samples"], (100.0, 110.0), (0.5, 1.5)):
         s["resources"]["server"]["memory_split_mb"] = {"anon": anon, "file": 20.0, "shmem": 0.0}
+        s["resources"]["server"]["socket_memory_mb"] = {"mean": sock, "peak": sock * 2,
+                                                        "sockets": 33}
     built = {"s": {"ok": True, "seconds": 0.3, "error": None, "size_mb": 12.5,
                    "artefacts": {"/cache/s/server": 12.5}}}
     headers, rows = footprint.footprint_table({"cases": [doc_case], "builds": built})
     assert headers == footprint.HEADERS
     assert rows == [["plain", "s", "none", "raw", "5,000", "300 [250-350]", "310 [260-360]",
-                     "400 [350-450]", "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "34,133", "5,000", "pss",
+                     "400 [350-450]", "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "1.00 / 3.00", "34,133", "5,000", "pss",
                      "12.5"]]
     # a server with no build of its own (nginx) has no size
     assert footprint.footprint_table({"cases": [doc_case]})[1][0][-1] == "-"
@@ -83,4 +85,5 @@ def test_a_capped_run_adds_the_cgroups_own_account_of_the_memory():
     assert fp.cap_kind == "cgroup v1 memory.limit_in_bytes"
     headers, rows = footprint.footprint_table({"cases": [capped]})
     assert headers == footprint.HEADERS + [footprint.CAP_HEADER]
-    assert rows[0][-1] == "120.0 / 4.0 / 2.0 / -" and rows[0][-6] == "-"     # no PSS parts
+    assert rows[0][-1] == "120.0 / 4.0 / 2.0 / -"
+    assert rows[0][-7] == rows[0][-6] == "-"          # no PSS parts, no socket figures

@@ -16,7 +16,7 @@ LISTED = packages.by_tool(ROWS)
 
 # what the harness and the suite run, by name: each must be on the list for a purpose
 # that `make test` installs (or checks, for a toolchain a user brings)
-USED = {"wrk": "run", "oha": "run", "nginx": "run", "taskset": "run", "postgres": "run",
+USED = {"wrk": "run", "oha": "run", "nginx": "run", "taskset": "run", "ss": "run", "postgres": "run",
         "mariadbd": "run", "chromium": "tests", "chromedriver": "tests", "sshd": "tests",
         "ip": "tests", "cargo": "toolchain", "go": "toolchain", "node": "toolchain",
         "npm": "toolchain", "python3": "toolchain"}
@@ -70,10 +70,11 @@ def test_a_machine_with_nothing_gets_every_apt_package_of_its_purposes():
     for_run = plan.make_plan(("run",), ROWS, specs, find=nothing, candidate=candidate)
     for_tests = plan.make_plan(("run", "tests"), ROWS, specs, find=nothing,
                                candidate=candidate)
-    test_only = {"chromium", "chromium-driver", "openssh-server", "iproute2"}
+    # iproute2 is both: ss reads socket memory in every run, ip builds the test hosts
+    test_only = {"chromium", "chromium-driver", "openssh-server"}
     assert test_only <= set(for_tests.install)
     assert not test_only & set(for_run.install)
-    assert {"wrk", "postgresql", "mariadb-server", "nginx-light", "util-linux"} <= \
+    assert {"wrk", "postgresql", "mariadb-server", "nginx-light", "util-linux", "iproute2"} <= \
         set(for_run.install)
     # oha is cargo's, a Rust toolchain the user's: neither goes to apt
     assert "oha@1.16.0" not in for_tests.install and "cargo" not in for_tests.install

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 # in the order they are loaded on another host: each after the siblings it imports
-MODULES = ("procfs", "cgroup", "memcap", "files", "programs", "network", "quietness", "steps", "children",
+MODULES = ("procfs", "sockets", "cgroup", "memcap", "files", "programs", "network", "quietness", "steps", "children",
            "service")
 
 # The command run over SSH (after `exec python3 -c`); nothing but this fixed text (and the

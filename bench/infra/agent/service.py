@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 
-from . import children, network, procfs, programs, steps
+from . import children, network, procfs, programs, sockets, steps
 
 _out_lock = threading.Lock()
 _heard = [time.monotonic()]
@@ -57,7 +57,7 @@ OPS = {
     "kill_sessions": children.kill_sessions,
     "processes": processes, "tree": procfs.tree, "status": procfs.status,
     "threads": procfs.thread_names, "cmdline": procfs.cmdline, "environ": procfs.environ,
-    "conns": procfs.connections, "read": procfs.read, "accepted": procfs.passive_opens,
+    "conns": procfs.connections, "sockmem": sockets.socket_memory, "read": procfs.read, "accepted": procfs.passive_opens,
     "pin": procfs.pin, "affinity": procfs.affinity,
     "port_free": network.port_free, "which": programs.which,
 }
