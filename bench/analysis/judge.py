@@ -221,6 +221,20 @@ def _worker_changes(process: dict) -> tuple[int, int]:
     return len(set(before) - set(after)), len(set(after) - set(before))
 
 
+def oom_killed(process: dict) -> str | None:
+    """--server-memory: the kernel's OOM killer ended a process of the server for its cap.
+    A server that died of it already failed its sample with the reason; one whose
+    supervisor outlived the killed worker (and maybe replaced it) ran the rest of the
+    window short of it, and the OOM kill, not the missing worker, is why."""
+    cap = process.get("memory_cap") or {}
+    kills = cap.get("oom_kills") or 0
+    if not kills:
+        return None
+    return (f"killed by the kernel's OOM killer: the memory cap of {cap.get('limit_mb', 0):g} "
+            f"MiB ({cap.get('kind')}) was reached ({kills} OOM kill{'s' if kills > 1 else ''} "
+            f"in its cgroup); the server lived on")
+
+
 def workers_replaced(process: dict) -> str | None:
     """A worker process that exited during the sample (it crashed: its supervisor may
     or may not have replaced it) makes the sample invalid."""
@@ -275,7 +289,8 @@ def judge_sample(sample: dict, threshold: float) -> Verdict:
     process = sample.get("server_process") or {}
     over_budget, uneven = budget_problem(process), spread_warning(process)
     for problem in (over_budget, close_problem(sample), rate_problem(sample["summary"]),
-                    iterations_problem(sample["summary"]), burst_problem(sample, threshold), workers_replaced(process)):
+                    iterations_problem(sample["summary"]), burst_problem(sample, threshold),
+                    oom_killed(process), workers_replaced(process)):
         if problem and verdict.valid:
             verdict.valid, verdict.reason = False, problem
     for warning in (memory_growth(sample.get("resources")), uneven, workers_added(process),

@@ -444,7 +444,8 @@ def memory_cap_sentence(doc: dict) -> str:
     killed = sum("OOM killer" in (sm.get("reason") or "") for sm in samples)
     return (f" Memory cap: every server's process tree at {cap}"
             f"{' (' + ', '.join(sorted(kinds)) + ')' if kinds else ''}; "
-            f"{killed} sample(s) ended by the kernel's OOM killer.")
+            f"{killed} sample(s) failed by the kernel's OOM killer (the server killed, or a "
+            f"process of it).")
 
 
 def connections_sentence(doc: dict) -> str:

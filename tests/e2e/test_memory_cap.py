@@ -50,7 +50,8 @@ def test_a_cap_smaller_than_a_servers_need_fails_its_sample_by_the_oom_killer(tm
     assert 0 < cap["anon_mb"] <= cap["peak_mb"] < CAP_MB
     tables = (results.latest_run(tmp_path) / "tables.md").read_text()
     assert f"Memory cap: every server's process tree at {CAP_MB}M (" in tables
-    assert "2 sample(s) ended by the kernel's OOM killer." in tables
+    assert "2 sample(s) failed by the kernel's OOM killer (the server killed, or a process " \
+           "of it)." in tables
     # every capped cgroup was removed with its server, and so was the harness's folder
     capped = cap_path(doc)
     assert capped.endswith("-server") and not os.path.exists(os.path.dirname(capped))

@@ -203,3 +203,15 @@ def test_a_sample_that_hit_its_duration_cap_before_its_iterations_is_invalid():
                             "wall_s": 10}}
     v = judge.judge_sample(sample, 0.001)
     assert not v.valid and v.reason.startswith("asked for 10,000 iterations but 8,765 completed")
+
+
+def test_an_oom_kill_the_server_outlived_is_why_its_sample_is_invalid():
+    capped = worker_sample([1, 2], [1, 3])
+    capped["server_process"]["memory_cap"] = {
+        "limit_mb": 128, "kind": "cgroup v1 memory.limit_in_bytes", "oom_kills": 1}
+    v = judge.judge_sample(capped, 0.001)
+    assert not v.valid and v.reason == (
+        "killed by the kernel's OOM killer: the memory cap of 128 MiB (cgroup v1 "
+        "memory.limit_in_bytes) was reached (1 OOM kill in its cgroup); the server lived on")
+    capped["server_process"]["memory_cap"]["oom_kills"] = 0
+    assert judge.judge_sample(capped, 0.001).reason.startswith("worker processes exited")

@@ -178,5 +178,6 @@ def test_a_capped_runs_header_says_the_cap_and_the_samples_it_ended():
                                                    "killed by the kernel's OOM killer: ...")]}]}
     assert memory_cap_sentence(doc) == (
         " Memory cap: every server's process tree at 128M (cgroup v1 memory.limit_in_bytes); "
-        "1 sample(s) ended by the kernel's OOM killer.")
+        "1 sample(s) failed by the kernel's OOM killer (the server killed, or a process of "
+        "it).")
     assert memory_cap_sentence({"settings": {}, "cases": []}) == ""
