@@ -19,12 +19,13 @@ from bench.core.machine import fingerprint, hardware_id
 # tests, databases, orm (the selection; a case is matched by id), order_seed, results_dir.
 SHAPING_SETTINGS = ("preset", "workers", "db_connections", "duration", "warmup", "timeout",
                     "connections", "connection_levels", "connection_modes", "behind", "rates",
-                    "burst", "seed", "server_cpus", "client_cpus", "db_cpus", "server_memory")
+                    "burst", "seed", "server_cpus", "client_cpus", "db_cpus", "server_memory",
+                    "proxy_memory")
 # A setting older harnesses did not record did not exist yet: those runs ran as with its
 # neutral value, so a run from before it compares with one that leaves it at that value.
 BEFORE_IT_EXISTED = {"connection_modes": ["keep-alive"], "behind": ["none"], "rates": [],
                      "burst": 0.0, "server_cpus": None, "client_cpus": None, "db_cpus": None,
-                     "server_memory": None}
+                     "server_memory": None, "proxy_memory": None}
 LOAD_KEYS = ("generator", "version", "threads")
 ALL_LOCAL = {"client": "local", "server": "local", "database": "local"}
 KEY_ID_LENGTH = 10

@@ -221,18 +221,18 @@ def _worker_changes(process: dict) -> tuple[int, int]:
     return len(set(before) - set(after)), len(set(after) - set(before))
 
 
-def oom_killed(process: dict) -> str | None:
-    """--server-memory: the kernel's OOM killer ended a process of the server for its cap.
-    A server that died of it already failed its sample with the reason; one whose
-    supervisor outlived the killed worker (and maybe replaced it) ran the rest of the
-    window short of it, and the OOM kill, not the missing worker, is why."""
-    cap = process.get("memory_cap") or {}
-    kills = cap.get("oom_kills") or 0
+def oom_killed(cap: dict | None, role: str = "server") -> str | None:
+    """--server-memory, --proxy-memory: the kernel's OOM killer ended a process of the
+    role for its cap. A server that died of it already failed its sample with the reason;
+    one whose supervisor outlived the killed worker (and maybe replaced it), or a proxy
+    whose master did, ran the rest of the window short of it: the OOM kill, not the
+    missing worker or the errors it caused, is why the sample does not stand."""
+    kills = (cap or {}).get("oom_kills") or 0
     if not kills:
         return None
-    return (f"killed by the kernel's OOM killer: the memory cap of {cap.get('limit_mb', 0):g} "
-            f"MiB ({cap.get('kind')}) was reached ({kills} OOM kill{'s' if kills > 1 else ''} "
-            f"in its cgroup); the server lived on")
+    return (f"killed by the kernel's OOM killer: the {role}'s memory cap of "
+            f"{cap.get('limit_mb', 0):g} MiB ({cap.get('kind')}) was reached ({kills} OOM "
+            f"kill{'s' if kills > 1 else ''} in its cgroup); the {role} lived on")
 
 
 def workers_replaced(process: dict) -> str | None:
@@ -287,10 +287,15 @@ def judge_sample(sample: dict, threshold: float) -> Verdict:
                     database_cpu_s=(resources.get("database") or {}).get("cpu_s"),
                     generator=generator, open_model=gen.get("rate") is not None)
     process = sample.get("server_process") or {}
+    # an OOM kill is why, whatever else it caused (errors, a worker gone)
+    killed = oom_killed(process.get("memory_cap")) or \
+        oom_killed(sample.get("proxy_memory_cap"), "proxy")
+    if killed:
+        verdict.valid, verdict.reason = False, killed
     over_budget, uneven = budget_problem(process), spread_warning(process)
     for problem in (over_budget, close_problem(sample), rate_problem(sample["summary"]),
                     iterations_problem(sample["summary"]), burst_problem(sample, threshold),
-                    oom_killed(process), workers_replaced(process)):
+                    workers_replaced(process)):
         if problem and verdict.valid:
             verdict.valid, verdict.reason = False, problem
     for warning in (memory_growth(sample.get("resources")), uneven, workers_added(process),

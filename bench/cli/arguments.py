@@ -208,6 +208,10 @@ def add_modes(p: argparse.ArgumentParser) -> None:
                         "512M or 2G (binary units): a cgroup's memory.max, or v1's "
                         "memory.limit_in_bytes; a server the kernel kills for it fails "
                         "that sample, and the run goes on")
+    g.add_argument("--proxy-memory", default=None, metavar="SIZE",
+                   help="cap the --behind proxy's memory (its whole process tree) at SIZE, "
+                        "as --server-memory caps the server's; an OOM kill in it makes the "
+                        "sample invalid or failed, with the reason")
     g.add_argument("--rate", dest="rates", type=csv_list, default=None, metavar="R[,R...]",
                    help="latency at fixed request rates (open model, oha): shares of each "
                         "case's measured maximum (25%%,50%%,90%%) or absolute req/s")

@@ -81,12 +81,14 @@ class ServerLaunch:
     server_cpus: tuple[int, ...] | None = None
     runtime_threads: str = "cpus"        # what W means for a threads-scheduling runtime
     server_memory_mb: float | None = None    # the cap on its memory (None = none)
+    proxy_memory_mb: float | None = None     # ... and on a --behind proxy's in front of it
 
     @classmethod
     def of(cls, s: Settings, host: str | None = None) -> "ServerLaunch":
         return cls(host or s.host, s.port, s.token, s.workers, s.db_connections,
                    _cpu_tuple(s.server_cpus, "server"), s.runtime_threads,
-                   None if s.server_memory is None else parse_memory_mb(s.server_memory))
+                   None if s.server_memory is None else parse_memory_mb(s.server_memory),
+                   None if s.proxy_memory is None else parse_memory_mb(s.proxy_memory))
 
     @property
     def upstream_port(self) -> int:

@@ -30,8 +30,9 @@ def parse_memory_mb(text: str, flag: str = "--server-memory") -> float:
 def validate_placement(s) -> None:
     """The CPU lists and the memory cap of a Settings, before anything starts."""
     validate_cpus(s)
-    if s.server_memory is not None:
-        parse_memory_mb(s.server_memory)
+    for cap in (s.server_memory, getattr(s, "proxy_memory", None)):
+        if cap is not None:
+            parse_memory_mb(cap)
 
 
 def parse_cpu_list(text: str, flag: str = "CPU list") -> list[int]:

@@ -180,6 +180,8 @@ class Settings:
     db_cpus: str | None = None
     # a memory cap on every server process ("512M", "2G"; bench.infra.memory_cap); None = none
     server_memory: str | None = None
+    # ... and on the --behind proxy's (its whole process tree, each start)
+    proxy_memory: str | None = None
     # open-model points: "50%" of the case's measured maximum req/s, or absolute req/s
     rates: tuple[str, ...] = ()
     # the load generators (--generator): each runs the models it can (wrk the closed
@@ -241,6 +243,11 @@ class Settings:
         return None if self.server_memory is None else parse_memory_mb(self.server_memory)
 
     @property
+    def proxy_memory_mb(self) -> float | None:
+        """The cap on each --behind proxy's memory in MiB (None = no cap)."""
+        return None if self.proxy_memory is None else parse_memory_mb(self.proxy_memory)
+
+    @property
     def upstream_port(self) -> int:
         """Where a server listens when a proxy takes `port`."""
         return self.port + 1
@@ -300,7 +307,7 @@ class Settings:
         # protocol flags and --server-memory record nothing: a run's settings stay what
         # every run before them recorded
         for name in ("generators", "iterations", "protocols", "streams", "tls_proxy",
-                     "server_memory"):
+                     "server_memory", "proxy_memory"):
             if getattr(self, name) == getattr(Settings, name):
                 del d[name]
         return d

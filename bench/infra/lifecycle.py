@@ -134,7 +134,8 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                 proxy, listen_host=settings.host, listen_port=settings.port,
                 upstream_host=settings.host, upstream_port=server_settings.port,
                 workers=settings.workers, log_path=log_path,
-                cpus=settings.cpus("server"), host=host, protocol=protocol, tls=tls))
+                cpus=settings.cpus("server"), host=host, protocol=protocol, tls=tls,
+                memory_mb=settings.proxy_memory_mb))
             overhead["proxy_start"] = round(time.monotonic() - t0, 4)
         yield running
     finally:

@@ -24,6 +24,7 @@ from bench.core.manifest import expand
 # the spec (stdlib only, for the doctor) is bench.core.proxyspec; its names are re-exported
 from bench.core.proxyspec import PROXIES_DIR, ProxySpec, available_proxies, load_proxy  # noqa: F401
 from bench.infra.host import LOCAL
+from bench.infra.memory_cap import CapUnavailable, MemoryCap
 from bench.infra.process_group import ProcessGroup
 from bench.infra.seam import Host, HttpUnanswered
 from bench.infra.server import WORKERS_SETTLE_S, ServerError, run_build
@@ -71,6 +72,11 @@ class RunningProxy:
     upstream_url: str
     protocol: str = "h1"
     negotiated: dict | None = None
+    memory_cap: MemoryCap | None = None      # --proxy-memory: the cgroup it was born in
+
+    def oom_reason(self) -> str | None:
+        """Why it lost a process, when its memory cap made the kernel kill one."""
+        return self.memory_cap.oom_reason() if self.memory_cap is not None else None
 
     @property
     def host(self) -> Host:
@@ -155,7 +161,8 @@ def proxy_environment(spec: ProxySpec, values: dict[str, str], protocol: str = "
 def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstream_host: str,
                   upstream_port: int, workers: int, log_path: Path | None,
                   cpus: list[int] | None = None, host: Host = LOCAL,
-                  protocol: str = "h1", tls=None) -> Iterator[RunningProxy]:
+                  protocol: str = "h1", tls=None,
+                  memory_mb: float | None = None) -> Iterator[RunningProxy]:
     """The proxy `spec` on listen_host:listen_port in front of the server at
     upstream_host:upstream_port (already running), ready, and always stopped.
 
@@ -183,20 +190,32 @@ def running_proxy(spec: ProxySpec, *, listen_host: str, listen_port: int, upstre
         raise ProxyError(f"port {listen_port} is busy before starting the {spec.name} proxy: "
                          f"another process listens there")
     argv = [expand(a, values) for a in spec.start]
+    cap = None
+    if memory_mb is not None:      # born in its capped cgroup, as a capped server is
+        try:
+            cap = MemoryCap.open(host, "proxy", memory_mb)
+        except CapUnavailable as exc:
+            raise ProxyError(f"cannot cap the {spec.name} proxy's memory at {memory_mb:g} MiB "
+                             f"on {host.name}: {exc}") from None
+        argv = cap.argv(argv)
     try:
         group = ProcessGroup.start(host, argv, cwd=spec.dir,
                                    env=proxy_environment(spec, values, protocol,
                                                          on_host(tls, host) if tls else None),
                                    log_path=log_path, cpus=cpus)
     except FileNotFoundError as exc:
+        if cap is not None:
+            cap.close()
         raise ProxyError(f"cannot start the {spec.name} proxy: {exc.filename} not found") from exc
-    running = RunningProxy(spec, group, base_url, upstream_url, protocol)
+    running = RunningProxy(spec, group, base_url, upstream_url, protocol, memory_cap=cap)
     try:
         _wait_ready(running, expected, log_path, tls)
         _wait_workers(running, workers)
         yield running
     finally:
         running.stop()
+        if cap is not None:
+            cap.close()
         _wait_port_free(host, listen_host, listen_port)
 
 
@@ -227,8 +246,9 @@ def _wait_ready(running: RunningProxy, expected: tuple, log_path: Path | None,
     spec, start, last = running.spec, time.monotonic(), "no answer"
     while time.monotonic() - start < spec.ready_timeout:
         if running.proc.poll() is not None:
+            why = running.oom_reason()
             raise ProxyError(f"the {spec.name} proxy exited with code {running.proc.returncode} "
-                             f"before it was ready", log_path)
+                             f"before it was ready{': ' + why if why else ''}", log_path)
         answer, why = _probe(running, tls)
         if answer == expected:
             running.pids()

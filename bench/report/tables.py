@@ -433,19 +433,23 @@ def placement_sentence(load: dict) -> str:
 
 
 def memory_cap_sentence(doc: dict) -> str:
-    """The memory cap the servers ran under, and the samples the OOM killer ended ("" for
-    a run without --server-memory)."""
-    cap = doc["settings"].get("server_memory")
-    if not cap:
+    """The memory caps the servers and the proxies ran under, and the samples the OOM
+    killer failed ("" for a run without --server-memory or --proxy-memory)."""
+    server, proxy = doc["settings"].get("server_memory"), doc["settings"].get("proxy_memory")
+    if not server and not proxy:
         return ""
     samples = [sm for case in doc["cases"] for sm in case["samples"]]
-    kinds = {(sm.get("server_process") or {}).get("memory_cap", {}).get("kind")
-             for sm in samples if (sm.get("server_process") or {}).get("memory_cap")}
+    kinds = {cap.get("kind") for sm in samples
+             for cap in ((sm.get("server_process") or {}).get("memory_cap"),
+                         sm.get("proxy_memory_cap")) if cap}
     killed = sum("OOM killer" in (sm.get("reason") or "") for sm in samples)
-    return (f" Memory cap: every server's process tree at {cap}"
+    capped = " and ".join(part for part in (
+        f"every server's process tree at {server}" if server else "",
+        f"every proxy's at {proxy}" if proxy else "") if part)
+    return (f" Memory cap: {capped}"
             f"{' (' + ', '.join(sorted(kinds)) + ')' if kinds else ''}; "
-            f"{killed} sample(s) failed by the kernel's OOM killer (the server killed, or a "
-            f"process of it).")
+            f"{killed} sample(s) failed by the kernel's OOM killer (the server or proxy "
+            f"killed, or a process of it).")
 
 
 def connections_sentence(doc: dict) -> str:

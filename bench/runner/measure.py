@@ -61,6 +61,7 @@ class Measurement:
     db_clock: datetime | None = None       # the database's time before the load
     cache_fill: dict | None = None         # how the cached test's cache was filled (cache.py)
     noise: dict | None = None              # other processes' CPU in the window (infra.quiet)
+    proxy_memory_cap: MemoryCapRecord | None = None   # --proxy-memory: its cgroup's account
 
 
 class Measurer:
@@ -121,11 +122,15 @@ class Measurer:
                 warm, name=case.load.generator if case.load.protocol in HTTP2 else None
             )[1].summary)
         client_pid: list[int] = []
-        cap = server.memory_cap
+        # a role born in a capped cgroup v2 is counted there; each cap's account is read
+        # with the memory (--server-memory, --proxy-memory)
+        caps = {role: c for role, c in (("server", server.memory_cap),
+                                        ("proxy", running.proxy and running.proxy.memory_cap))
+                if c is not None}
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
                                                         client_pid),
-                                  adopted={"server": cap.path} if cap and cap.is_v2 else None,
-                                  cgroup_memory={"server": cap.read} if cap else None)
+                                  adopted={r: c.path for r, c in caps.items() if c.is_v2},
+                                  cgroup_memory={r: c.read for r, c in caps.items()})
         # where the client connections are, half-way through the measured window; with
         # the client's keep-alive connections straight on the server, all of them once seen
         direct = (rate is None and running.proxy is None
@@ -180,6 +185,8 @@ class Measurer:
             server_process=self._server_process(server, case, endpoint, spread,
                                                 workers_before,
                                                 sampler.cgroup_memory_fullest.get("server")),
+            proxy_memory_cap=self._cap_record(caps.get("proxy"),
+                                              sampler.cgroup_memory_fullest.get("proxy")),
             server_exit=None if server.alive() else server.proc.returncode,
             server_exit_reason=None if server.alive() else server.exit_reason())
 
@@ -204,10 +211,14 @@ class Measurer:
 
     @staticmethod
     def _memory_cap(server: ServerProcess, in_window: dict | None) -> MemoryCapRecord | None:
-        """--server-memory: the capped cgroup's account at its fullest reading in the
-        window (socket buffers are gone once the load stopped), with the OOM kills and
-        the peak as they are now."""
-        now = server.memory_cap.read() if server.memory_cap else None
+        return Measurer._cap_record(server.memory_cap, in_window)
+
+    @staticmethod
+    def _cap_record(cap, in_window: dict | None) -> MemoryCapRecord | None:
+        """--server-memory, --proxy-memory: the capped cgroup's account at its fullest
+        reading in the window (socket buffers are gone once the load stopped), with the
+        OOM kills and the peak as they are now."""
+        now = cap.read() if cap else None
         if now is None:
             return None
         return MemoryCapRecord(**{**now, **(in_window or {}),

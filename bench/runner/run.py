@@ -394,6 +394,8 @@ class Run:
         record.summary, record.generator = m.result.summary, m.generator
         record.resources, record.server_process = m.resources, m.server_process
         record.noise = m.noise
+        if m.proxy_memory_cap is not None:
+            record.proxy_memory_cap = m.proxy_memory_cap
         if m.server_exit is not None:
             record.mark_failed(m.server_exit_reason
                                or f"server exited during the run (code {m.server_exit})")

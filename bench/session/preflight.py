@@ -242,13 +242,16 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
         if why:
             found.append(f"cannot write results to {settings.results_dir} ({why}): choose "
                          f"--results-dir or fix its permissions")
-    cap_mb = context.launch.server_memory_mb
-    if cap_mb is not None and needs.listens:
-        why = memory_cap.why_not(server, cap_mb)
+    caps = [("--server-memory", settings.server_memory, context.launch.server_memory_mb)]
+    if any(c.load.proxy != NO_PROXY for c in cases):
+        caps.append(("--proxy-memory", settings.proxy_memory, settings.proxy_memory_mb))
+    for flag, text, cap_mb in caps:
+        why = memory_cap.why_not(server, cap_mb) if cap_mb is not None and needs.listens \
+            else None
         if why:
-            found.append(f"--server-memory {settings.server_memory} cannot be applied on "
-                         f"{server.name}: {why} (a memory cap needs a writable memory cgroup: "
-                         f"root, or a delegated cgroup tree)")
+            found.append(f"{flag} {text} cannot be applied on {server.name}: {why} (a memory "
+                         f"cap needs a writable memory cgroup: root, or a delegated cgroup "
+                         f"tree)")
     docker = context.databases.db_mode == "docker" or hosts.database_mode == "docker"
     if docker and databases_needed(cases) and not LOCAL.which("docker"):
         found.append("--db-mode docker needs the docker command: install Docker, or use "

@@ -123,6 +123,7 @@ class SampleRecord(Record):
     burst: BurstRecord = optional()
     log_tail: str | None = optional()      # the end of the log of a sample that went wrong
     noise: dict | None = optional()        # other processes' CPU and steal in the window
+    proxy_memory_cap: MemoryCapRecord | None = optional()  # --proxy-memory: its cgroup's account
 
     @classmethod
     def pending(cls, index: int, rnd: int) -> "SampleRecord":

@@ -50,11 +50,33 @@ def test_a_cap_smaller_than_a_servers_need_fails_its_sample_by_the_oom_killer(tm
     assert 0 < cap["anon_mb"] <= cap["peak_mb"] < CAP_MB
     tables = (results.latest_run(tmp_path) / "tables.md").read_text()
     assert f"Memory cap: every server's process tree at {CAP_MB}M (" in tables
-    assert "2 sample(s) failed by the kernel's OOM killer (the server killed, or a process " \
-           "of it)." in tables
+    assert "2 sample(s) failed by the kernel's OOM killer (the server or proxy killed, or a " \
+           "process of it)." in tables
     # every capped cgroup was removed with its server, and so was the harness's folder
     capped = cap_path(doc)
     assert capped.endswith("-server") and not os.path.exists(os.path.dirname(capped))
+
+
+def test_a_capped_proxy_is_measured_with_its_cgroups_own_account(tmp_path):
+    """--proxy-memory: nginx in front, born in its own cap; within it, measured, and the
+    cap's account of the proxy stored beside the sample (the OOM kill of a proxy that
+    outgrows its cap: tests/integration/test_memory_cap.py)."""
+    out = run_bench("--servers", "tunable_cost", "--servers-dir", str(FIXTURES),
+                    "--tests", "plain", "--no-ceiling", "--behind", "nginx", "--repeat", "1",
+                    "--duration", "1", "--warmup", "0", "--connections", "8",
+                    "--proxy-memory", "64M", "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    doc = only_run(tmp_path)
+    assert doc["settings"]["proxy_memory"] == "64M" and "server_memory" not in doc["settings"]
+    [sample] = doc["cases"][0]["samples"]
+    assert sample["status"] == "ok", sample["reason"]
+    cap = sample["proxy_memory_cap"]
+    assert cap["limit_mb"] == 64 and cap["oom_kills"] == 0
+    assert 0 < cap["anon_mb"] <= cap["peak_mb"] < 64
+    assert "memory_cap" not in sample["server_process"] or \
+        sample["server_process"]["memory_cap"] is None
+    tables = (results.latest_run(tmp_path) / "tables.md").read_text()
+    assert "Memory cap: every proxy's at 64M (" in tables
 
 
 def cap_path(doc: dict) -> str:

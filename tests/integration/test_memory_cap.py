@@ -73,3 +73,34 @@ def test_a_killed_harnesss_capped_cgroups_are_removed_by_the_next_one():
     assert os.path.join(base, f"{dead.pid}-1") in remove_leftovers(LOCAL)
     assert not os.path.exists(os.path.dirname(left))
     assert os.path.basename(base) == cgroup.BASE and procfs.started(dead.pid) is None
+
+
+def test_a_proxy_born_in_a_cap_it_outgrows_fails_its_start_with_the_oom_kill(tmp_path):
+    """--proxy-memory: the proxy is born in its cap as a server is. This one (a stand-in
+    for a proxy: it fills 96 MiB at start) outgrows 48 MiB before it is ready, and the
+    failure says why."""
+    from bench.core.manifest import discover
+    from bench.core.plan import Variant
+    from bench.core.proxyspec import load_proxy
+    from bench.core.settings import Settings
+    from bench.infra.lifecycle import running_server
+    from bench.infra.proxy import ProxyError, running_proxy
+    from tests.conftest import TEST_SERVER_PORT
+    greedy = tmp_path / "greedy"
+    greedy.mkdir()
+    (greedy / "proxy.toml").write_text(
+        'name = "greedy"\nready_timeout = 30\nstart = ["{python}", "-c", '
+        '"import time; held = bytes(range(256)) * (96 << 12); time.sleep(60)"]\n')
+    upstream = Variant(discover()["nginx"], "none", False)
+    # the proxy's port and its upstream's, as tests/integration/test_proxy.py has them
+    settings = Settings(workers=1, db_connections=4, port=TEST_SERVER_PORT + 1)
+    with running_server(upstream, settings, None, tmp_path / "nginx.log") as running:
+        port = int(running.server.base_url.rsplit(":", 1)[1])
+        with pytest.raises(ProxyError, match=r"exited with code -9 before it was ready: killed "
+                                             r"by the kernel's OOM killer: the memory cap of "
+                                             r"48 MiB"):
+            with running_proxy(load_proxy(greedy), listen_host="127.0.0.1",
+                               listen_port=TEST_SERVER_PORT, upstream_host="127.0.0.1",
+                               upstream_port=port, workers=1, log_path=tmp_path / "proxy.log",
+                               memory_mb=48):
+                pass

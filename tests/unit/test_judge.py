@@ -211,7 +211,18 @@ def test_an_oom_kill_the_server_outlived_is_why_its_sample_is_invalid():
         "limit_mb": 128, "kind": "cgroup v1 memory.limit_in_bytes", "oom_kills": 1}
     v = judge.judge_sample(capped, 0.001)
     assert not v.valid and v.reason == (
-        "killed by the kernel's OOM killer: the memory cap of 128 MiB (cgroup v1 "
+        "killed by the kernel's OOM killer: the server's memory cap of 128 MiB (cgroup v1 "
         "memory.limit_in_bytes) was reached (1 OOM kill in its cgroup); the server lived on")
     capped["server_process"]["memory_cap"]["oom_kills"] = 0
     assert judge.judge_sample(capped, 0.001).reason.startswith("worker processes exited")
+
+
+def test_an_oom_kill_in_the_capped_proxy_is_the_reason_before_the_errors_it_caused():
+    behind = worker_sample([1, 2], [1, 2])
+    behind["summary"] = summary(1000, 64.0, errors=50, requests=1000)   # what its dead worker caused
+    assert judge.judge_sample(behind, 0.001).reason.startswith("5.00% of requests failed")
+    behind["proxy_memory_cap"] = {"limit_mb": 8, "kind": "cgroup2 memory.max", "oom_kills": 2}
+    v = judge.judge_sample(behind, 0.001)
+    assert not v.valid and v.reason == (
+        "killed by the kernel's OOM killer: the proxy's memory cap of 8 MiB (cgroup2 "
+        "memory.max) was reached (2 OOM kills in its cgroup); the proxy lived on")

@@ -178,6 +178,12 @@ def test_a_capped_runs_header_says_the_cap_and_the_samples_it_ended():
                                                    "killed by the kernel's OOM killer: ...")]}]}
     assert memory_cap_sentence(doc) == (
         " Memory cap: every server's process tree at 128M (cgroup v1 memory.limit_in_bytes); "
-        "1 sample(s) failed by the kernel's OOM killer (the server killed, or a process of "
-        "it).")
+        "1 sample(s) failed by the kernel's OOM killer (the server or proxy killed, or a "
+        "process of it).")
     assert memory_cap_sentence({"settings": {}, "cases": []}) == ""
+    behind = {"settings": {"proxy_memory": "16M"}, "cases": [{"samples": [
+        {"reason": "killed by the kernel's OOM killer: the proxy's ...",
+         "proxy_memory_cap": {"kind": memcap.V2}}]}]}
+    assert memory_cap_sentence(behind) == (
+        " Memory cap: every proxy's at 16M (cgroup2 memory.max); 1 sample(s) failed by the "
+        "kernel's OOM killer (the server or proxy killed, or a process of it).")
