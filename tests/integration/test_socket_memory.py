@@ -19,6 +19,7 @@ import socket, sys
 listener = socket.create_server(("127.0.0.1", 0))
 print(listener.getsockname()[1], flush=True)
 connection, _ = listener.accept()
+print("accepted", flush=True)
 sys.stdin.read()
 """
 
@@ -29,6 +30,8 @@ def test_bytes_nobody_read_are_in_the_socket_memory_of_the_two_ends():
     try:
         port = int(child.stdout.readline())
         sender = socket.create_connection(("127.0.0.1", port))
+        # until then the connection waits in the listener's queue, an fd of no process
+        assert child.stdout.readline().strip() == "accepted"
         sender.setblocking(False)
         sent = 0
         try:
