@@ -88,7 +88,8 @@ class ServerLaunch:
         return cls(host or s.host, s.port, s.token, s.workers, s.db_connections,
                    _cpu_tuple(s.server_cpus, "server"), s.runtime_threads,
                    None if s.server_memory is None else parse_memory_mb(s.server_memory),
-                   None if s.proxy_memory is None else parse_memory_mb(s.proxy_memory))
+                   None if s.proxy_memory is None else parse_memory_mb(s.proxy_memory,
+                                                                       "--proxy-memory"))
 
     @property
     def upstream_port(self) -> int:

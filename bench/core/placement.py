@@ -30,9 +30,9 @@ def parse_memory_mb(text: str, flag: str = "--server-memory") -> float:
 def validate_placement(s) -> None:
     """The CPU lists and the memory cap of a Settings, before anything starts."""
     validate_cpus(s)
-    for cap in (s.server_memory, getattr(s, "proxy_memory", None)):
+    for flag, cap in (("--server-memory", s.server_memory), ("--proxy-memory", s.proxy_memory)):
         if cap is not None:
-            parse_memory_mb(cap)
+            parse_memory_mb(cap, flag)
 
 
 def parse_cpu_list(text: str, flag: str = "CPU list") -> list[int]:

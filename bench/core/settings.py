@@ -245,7 +245,8 @@ class Settings:
     @property
     def proxy_memory_mb(self) -> float | None:
         """The cap on each --behind proxy's memory in MiB (None = no cap)."""
-        return None if self.proxy_memory is None else parse_memory_mb(self.proxy_memory)
+        return None if self.proxy_memory is None else \
+            parse_memory_mb(self.proxy_memory, "--proxy-memory")
 
     @property
     def upstream_port(self) -> int:

@@ -207,11 +207,7 @@ class Measurer:
             memory_idle_mb=server.idle_memory.mb if server.idle_memory else None,
             memory_idle_kind=server.idle_memory.kind if server.idle_memory else None,
             memory_idle_split_mb=server.idle_memory.split if server.idle_memory else None,
-            memory_cap=self._memory_cap(server, cap_in_window))
-
-    @staticmethod
-    def _memory_cap(server: ServerProcess, in_window: dict | None) -> MemoryCapRecord | None:
-        return Measurer._cap_record(server.memory_cap, in_window)
+            memory_cap=self._cap_record(server.memory_cap, cap_in_window))
 
     @staticmethod
     def _cap_record(cap, in_window: dict | None) -> MemoryCapRecord | None:

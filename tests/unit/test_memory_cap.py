@@ -37,6 +37,13 @@ def test_a_size_that_cannot_be_a_cap_is_refused_by_the_flags_name(text, says):
         parse_memory_mb(text)
 
 
+def test_a_malformed_proxy_cap_is_refused_by_its_own_flags_name():
+    from bench.core.placement import validate_placement
+    from bench.core.settings import Settings
+    with pytest.raises(SelectionError, match="--proxy-memory 'lots' is not a memory size"):
+        validate_placement(Settings(proxy_memory="lots"))
+
+
 def test_the_settings_give_the_cap_in_mib_and_none_without_it():
     assert Settings(server_memory="1G").server_memory_mb == 1024
     assert Settings().server_memory_mb is None

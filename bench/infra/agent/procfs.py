@@ -166,19 +166,27 @@ def _sockets(table: str, state: str, port: int) -> set[str]:
     return found
 
 
-def _holds(pid: int, sockets: set[str]) -> int:
-    """How many of `sockets` the process has open."""
-    n = 0
+def socket_inodes(pid: int) -> set[str]:
+    """The sockets among the process's open files, as their fd links name them
+    ("socket:[n]"); empty once it is gone."""
+    found = set()
     try:
         fds = os.listdir("/proc/%d/fd" % pid)
     except OSError:
-        return 0
+        return found
     for fd in fds:
         try:
-            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) in sockets
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
         except OSError:
-            pass
-    return n
+            continue
+        if target.startswith("socket:["):
+            found.add(target)
+    return found
+
+
+def _holds(pid: int, sockets: set[str]) -> int:
+    """How many of `sockets` the process has open."""
+    return len(socket_inodes(pid) & sockets)
 
 
 def connections(refs: list, port: int) -> dict[str, int]:

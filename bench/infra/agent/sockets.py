@@ -15,11 +15,10 @@ process and are not asked for: a Connection: close run leaves thousands of them.
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 
-from .procfs import started
+from .procfs import socket_inodes, started
 
 SS = ["ss", "-tanmeH", "exclude", "time-wait"]
 SS_TIMEOUT_S = 10
@@ -36,7 +35,7 @@ def socket_memory(groups: dict) -> dict | None:
     for name, refs in groups.items():
         for pid, start in refs:
             if started(pid) == start:
-                inodes[name] |= _socket_inodes(pid)
+                inodes[name] |= {link[8:-1] for link in socket_inodes(pid)}
     charged = {}
     if any(inodes.values()):
         try:
@@ -73,19 +72,3 @@ def _field(part: str) -> tuple[str, int]:
     letters = len(part) - len(part.lstrip("abcdefghijklmnopqrstuvwxyz"))
     return part[:letters], int(part[letters:] or 0)
 
-
-def _socket_inodes(pid: int) -> set[str]:
-    """The inodes of the sockets among the process's open files ("socket:[n]" links)."""
-    found = set()
-    try:
-        fds = os.listdir("/proc/%d/fd" % pid)
-    except OSError:
-        return found
-    for fd in fds:
-        try:
-            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            found.add(target[8:-1])
-    return found
