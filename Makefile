@@ -1,9 +1,10 @@
 # The commands of the README:
 #   make bench          set up whatever is missing, then run the default suite
 #   make test           the everyday tests: the harness's own (unit, integration on real
-#                       databases, e2e with fixture servers and servers that build in
-#                       seconds), every server's own unit tests, and the contract and
-#                       fuzzing of the servers whose files changed (against BASE)
+#                       databases, the e2e runs that cover bench/ as the whole suite does
+#                       within 2 points: docs/testing.md), every server's own unit tests,
+#                       and the contract and fuzzing of the servers whose files changed
+#                       (against BASE)
 #   make test-all       everything: every server x engine x ORM, every generator, every
 #                       proxy (what .ci/run runs)
 #   make test-changed   the checks of the servers a change since BASE selects; a change to

@@ -15,6 +15,9 @@
 #
 # COVERAGE=1: pytest runs under coverage.py (.coveragerc: bench/, every Python process
 # the tests start), and the tier ends with the share of bench/'s lines covered.
+# COVERAGE=by-test: the same, each test's data apart (its processes' files in a folder of
+# its own, its in-process lines under its name as the context), so that
+# scripts/coverage_by_test.py can say what a tier would cover without some tests.
 #
 # Phases: the servers' own unit tests; pytest's parallel phase (TEST_WORKERS xdist
 # workers, default 4: the Makefile gives two per CPU, --dist loadgroup: the tests on fixed ports share a group and run
@@ -41,9 +44,16 @@ phase() {                      # phase NAME COMMAND...: run, time, remember a fa
   [ "$rc" -eq 0 ] || failed=1
 }
 runner=("$py" -m pytest)
-if [ "${COVERAGE:-0}" = 1 ]; then
+coverage="${COVERAGE:-0}"
+if [ "$coverage" = 1 ] || [ "$coverage" = by-test ]; then
   rm -rf .coverage-data && mkdir -p .coverage-data
-  runner=("$py" -m coverage run -m pytest)
+  rcfile=.coveragerc
+  if [ "$coverage" = by-test ]; then
+    rcfile=.coverage-data/by-test.rc
+    sed 's/^\[run\]$/[run]\ndynamic_context = test_function/' .coveragerc > "$rcfile"
+    export BENCH_COVERAGE_BY_TEST="$PWD/.coverage-data/by-test"
+  fi
+  runner=("$py" -m coverage run --rcfile="$rcfile" -m pytest)
 fi
 pytest_phase() {               # pytest_phase NAME ARGS...: exit 5 (nothing collected) is a failure
   phase "$1" "${runner[@]}" -p no:cacheprovider "${@:2}"
@@ -93,9 +103,11 @@ case "$tier" in
     fi ;;
 esac
 
-if [ "${COVERAGE:-0}" = 1 ]; then
-  "$py" -m coverage combine -q && "$py" -m coverage report > .coverage-data/report.txt
-  echo "coverage of bench/ ($tier): $("$py" -m coverage report --format=total) % of its lines (per file: .coverage-data/report.txt)"
+if [ "$coverage" = 1 ] || [ "$coverage" = by-test ]; then
+  "$py" -m coverage combine -q --keep --rcfile="$rcfile" .coverage-data \
+    $([ "$coverage" = by-test ] && ls -d .coverage-data/by-test/*/ 2>/dev/null) &&
+    "$py" -m coverage report --rcfile="$rcfile" > .coverage-data/report.txt
+  echo "coverage of bench/ ($tier): $("$py" -m coverage report --rcfile="$rcfile" --format=total) % of its lines (per file: .coverage-data/report.txt)"
 fi
 echo
 echo "test phases (wall seconds):"

@@ -9,6 +9,8 @@ fixed, share one xdist group (they run one after another on one worker).
 """
 from __future__ import annotations
 
+import copy
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -68,6 +70,30 @@ def pytest_collection_modifyitems(config, items):
     if empty:
         config.hook.pytest_deselected(items=empty)
         items[:] = [item for item in items if item not in empty]
+
+
+@pytest.fixture(autouse=True)
+def _coverage_of_this_test(request, monkeypatch):
+    """COVERAGE=by-test (scripts/test.sh): every Python process this test starts writes
+    its coverage data under a folder named after the test, so that what a tier would
+    lose without a test can be computed from one run (scripts/coverage_by_test.py); the
+    test's own in-process lines carry its name as coverage's dynamic context."""
+    root = os.environ.get("BENCH_COVERAGE_BY_TEST")
+    if root:
+        nodeid = request.node.nodeid
+        slug = "".join(c if c.isalnum() or c in "._-" else "_" for c in nodeid)[:120]
+        folder = Path(root) / f"{slug}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "nodeid").write_text(nodeid)
+        # a started process reads coverage's configuration from this variable, which
+        # coverage.py sets once per session (its data file is not read from COVERAGE_FILE)
+        import coverage
+        running = coverage.Coverage.current()
+        if running is not None:
+            config = copy.copy(running.config)
+            config.data_file = str(folder / "coverage")
+            monkeypatch.setenv("COVERAGE_PROCESS_CONFIG", config.serialize())
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -167,6 +167,7 @@ def test_a_signal_during_the_build_and_a_second_one_during_cleanup(tmp_path):
     assert stored(tmp_path)["status"] == "interrupted"
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_resume_completes_an_interrupted_run_with_its_stored_settings(tmp_path):
     run = a_db_run(tmp_path)
     run.wait_for("[2/4]")
@@ -195,6 +196,7 @@ def test_resume_completes_an_interrupted_run_with_its_stored_settings(tmp_path):
     assert again.returncode == 0 and "no unfinished sample" in again.stdout
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_a_harness_killed_with_sigkill_is_cleaned_up_by_the_next_invocation(tmp_path):
     run = a_db_run(tmp_path)
     run.wait_for(": measure")
@@ -244,6 +246,7 @@ def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_nex
     nothing_left()
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_a_server_killed_mid_run_fails_its_sample_and_the_suite_goes_on(tmp_path):
     run = Harness("--servers", "gin", "--tests", "plain,to_json", "--repeat", "1",
                   "--duration", "3", "--warmup", "0", "--no-ceiling", "--order-seed", "1",
@@ -266,6 +269,7 @@ def test_a_server_killed_mid_run_fails_its_sample_and_the_suite_goes_on(tmp_path
     nothing_left()
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_the_stress_checks_run_a_burst_and_compare_the_workers(tmp_path):
     """The stress preset's checks on a short run (the preset itself holds 512 connections
     for 30 s: a benchmark, reported by the harness, not a test)."""

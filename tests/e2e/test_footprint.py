@@ -18,7 +18,8 @@ from bench.storage import results
 from tests.e2e.test_run_bench import FIXTURES, PORTS, only_run, run_bench
 
 # start-up is wall time: judged alone, in the serial phase
-pytestmark = [pytest.mark.e2e, pytest.mark.measure]
+# full: make test-all; the everyday tier's tests run its lines of bench/ (docs/testing.md)
+pytestmark = [pytest.mark.e2e, pytest.mark.measure, pytest.mark.full]
 CONNECTIONS = 32
 SAMPLES = 2
 

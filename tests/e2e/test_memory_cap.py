@@ -21,6 +21,7 @@ CAP_MB = 128
 CONNECTIONS = 32          # x 8 MiB: twice the cap
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_a_cap_smaller_than_a_servers_need_fails_its_sample_by_the_oom_killer(tmp_path):
     out = run_bench("--servers", "tunable_cost,known_footprint,grows_under_load",
                     "--servers-dir", str(FIXTURES), "--tests", "plain", "--no-ceiling",

@@ -16,7 +16,8 @@ from tests.e2e.test_run_bench import PORTS
 
 # no speed is judged (the first night has nothing to compare with, the second fails by a
 # broken case), so it runs beside other tests, on its worker's ports
-pytestmark = pytest.mark.e2e
+# full: make test-all; the everyday tier's tests run its lines of bench/ (docs/testing.md)
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 MACHINE = "nightly-e2e"
 # the nightly preset's figures overridden (they come after --preset nightly), one wrk
 # thread as every e2e test

@@ -13,7 +13,8 @@ import pytest
 from tests.e2e.test_modes import only_run_dir
 from tests.e2e.test_run_bench import FIXTURES, PORTS, only_run, run_bench
 
-pytestmark = pytest.mark.e2e
+# full: make test-all; the everyday tier's tests run its lines of bench/ (docs/testing.md)
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 
 OWN, PROXIED = "gin", "tunable_cost"
 

@@ -13,7 +13,8 @@ import pytest
 from bench.storage import results
 from tests.e2e.test_run_bench import FIXTURES, PORTS, run_bench
 
-pytestmark = [pytest.mark.e2e, pytest.mark.measure]
+# full: make test-all; the everyday tier's tests run its lines of bench/ (docs/testing.md)
+pytestmark = [pytest.mark.e2e, pytest.mark.measure, pytest.mark.full]
 
 
 @pytest.fixture

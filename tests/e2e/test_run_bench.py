@@ -78,6 +78,7 @@ def only_run(results_dir: Path) -> dict:
 WORKERS = 4
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 @pytest.mark.measure       # every pool connected (64 seen by the database) wants a quiet machine
 def test_full_run_of_a_go_and_a_python_server(tmp_path):
     """gin (one process, W threads of a work-stealing runtime) and fastapi (W processes)
@@ -183,6 +184,7 @@ def test_full_run_of_a_go_and_a_python_server(tmp_path):
     assert (results.latest_run(tmp_path) / "tables.md").exists()
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 @pytest.mark.measure       # 1 s windows: seeing all 16 wants the machine to itself
 def test_every_connection_of_the_window_is_seen_on_its_worker(tmp_path):
     """The spread of wrk's 16 keep-alive connections over fastapi's 4 worker processes
@@ -207,6 +209,7 @@ def test_every_connection_of_the_window_is_seen_on_its_worker(tmp_path):
             assert spread["per_worker"] is None       # one process: nothing to spread over
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_requests_that_get_no_answer_are_errors_per_request_sent(tmp_path):
     out = run_bench("--servers", "broken_drops_connections", "--servers-dir", str(FIXTURES),
                     "--tests", "plain", "--no-ceiling", "--repeat", "1", "--duration", "2", "--warmup", "0",
@@ -221,6 +224,7 @@ def test_requests_that_get_no_answer_are_errors_per_request_sent(tmp_path):
     assert sample["status"] == "invalid" and "of requests failed" in sample["reason"]
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_the_connection_count_that_really_ran_is_stored(tmp_path):
     out = run_bench("--servers", "gin", "--tests", "plain", "--connections", "10",
                     "--threads", "3", "--results-dir", str(tmp_path), *PORTS)
@@ -276,6 +280,7 @@ def test_a_server_whose_toolchain_is_missing_is_refused_by_name_and_listed_as_un
     assert re.search(r"^gin .* no: go is not installed", listing.stdout, re.M), listing.stdout
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_server_that_never_becomes_ready_is_recorded_and_the_run_goes_on(tmp_path):
     out = run_bench("--servers", "never_ready,gin", "--servers-dir", str(FIXTURES),
                     "--tests", "plain", "--no-ceiling", "--repeat", "1", "--duration", "1", "--warmup", "0",
@@ -289,6 +294,7 @@ def test_server_that_never_becomes_ready_is_recorded_and_the_run_goes_on(tmp_pat
     assert by_server["gin"]["status"] == "ok"
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_ctrl_c_stops_everything_and_keeps_results(tmp_path):
     proc = subprocess.Popen([sys.executable, "run_bench.py", "--servers", "gin",
                              "--tests", "plain,to_json", "--repeat", "1", "--duration", "4",
@@ -317,6 +323,7 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path):
     assert port_is_free(E2E_PORT)
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_broken_servers_are_caught_and_shown_not_dropped(tmp_path):
     """Wrong answers stop a server before load; 500s under load make its run invalid; a
     server that dies mid-run fails its case, and the run goes on."""
@@ -365,6 +372,7 @@ def test_serve_starts_one_server_for_debugging_and_ctrl_c_stops_it():
     assert port_is_free(E2E_PORT) and port_is_free(E2E_MYSQL_PORT)
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 @pytest.mark.measure
 def test_compare_flags_a_server_slowed_by_a_known_cost(tmp_path):
     """Baseline and candidate of a fixture whose per-request CPU cost the test sets: the

@@ -56,6 +56,7 @@ def server_env(proc) -> bool:
         return False
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_client_server_and_database_on_three_hosts(netns_testbed, tmp_path):
     bed = netns_testbed
     hosts, config = hosts_files(bed, tmp_path)

@@ -9,7 +9,8 @@ import pytest
 from tests.e2e.test_run_bench import PORTS, only_run, run_bench
 from tests.integration.test_envs import pinned_server  # noqa: F401 - the fixture
 
-pytestmark = pytest.mark.e2e
+# full: make test-all; the everyday tier's tests run its lines of bench/ (docs/testing.md)
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 
 
 def test_a_release_sweep_measures_each_release_with_its_own_packages(pinned_server, tmp_path):
