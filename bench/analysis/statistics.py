@@ -7,6 +7,8 @@ stored JSON; nothing here measures anything.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import statistics as pystats
 from dataclasses import asdict, dataclass
 
@@ -264,7 +266,7 @@ def refresh(doc: dict) -> dict:
     the document's own thresholds), so stored verdicts always follow the stored figures."""
     cv = doc["settings"].get("unstable_cv") or 0.10
     for case in doc["cases"]:
-        stats = summarise_case(case["samples"], cv)
+        stats = _summary(case["samples"], cv)
         warnings = merge_warnings(case["samples"]) + stats["notes"]
         if stats["unstable"]:
             warnings.append(f"unstable: req/s varies by {stats['requests_per_sec']['cv']:.1%} "
@@ -272,3 +274,21 @@ def refresh(doc: dict) -> dict:
         case.update(status=stats["status"], reason=stats["reason"], warnings=warnings,
                     stats=stats)
     return doc
+
+
+# refresh runs at every save of a run (after each sample) over every case, and a case's
+# bootstrap intervals cost milliseconds: a 100-case document took 2 s to refresh, so a
+# run's cost grew with the square of its cases. summarise_case is a pure function of
+# the samples and the threshold, so the figures of samples already summarised are taken
+# from here (as JSON: the caller's copy is its own to change).
+_SUMMARIES: dict[tuple[float, str], str] = {}
+_SUMMARIES_KEPT = 4096
+
+
+def _summary(samples: list[dict], unstable_cv: float) -> dict:
+    key = (unstable_cv, hashlib.sha1(json.dumps(samples, sort_keys=True).encode()).hexdigest())
+    if key not in _SUMMARIES:
+        if len(_SUMMARIES) >= _SUMMARIES_KEPT:
+            _SUMMARIES.clear()
+        _SUMMARIES[key] = json.dumps(summarise_case(samples, unstable_cv))
+    return json.loads(_SUMMARIES[key])

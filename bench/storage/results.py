@@ -11,6 +11,7 @@ bench.storage.document. Readers (analysis, report, compare, history) read the JS
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -66,19 +67,61 @@ def schema(version: int = SCHEMA_VERSION) -> dict:
     return _SCHEMAS[version]
 
 
-def validate(doc: dict, version: int = SCHEMA_VERSION) -> None:
+# the digests of the cases each schema version already passed, so that a save checks only
+# the cases that changed: a run saves after every sample, and checking all of a 100-case
+# document took about a second each time (a run's cost grew with the square of its cases)
+_VALID_CASES: dict[int, set[str]] = {}
+_VALID_CASES_KEPT = 100_000
+
+
+def _validator(version: int) -> jsonschema.protocols.Validator:
     # one validator per version, built once: jsonschema.validate() would check the schema
     # against its meta-schema on every call, which is most of the time of a save
     if version not in _VALIDATORS:
         cls = jsonschema.validators.validator_for(schema(version))
         cls.check_schema(schema(version))
         _VALIDATORS[version] = cls(schema(version))
+    return _VALIDATORS[version]
+
+
+def _refused(exc: jsonschema.ValidationError, version: int) -> ResultsError:
+    where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+    return ResultsError(f"results.json does not match schema version {version} "
+                        f"at {where}: {exc.message}")
+
+
+def validate(doc: dict, version: int = SCHEMA_VERSION) -> None:
+    """Refuses a document the schema refuses. A case identical to one this version
+    already passed is not checked again: the schema constrains `cases` only item by item
+    (tests/unit/test_results.py checks that it still does), so the document with only
+    its new cases is valid exactly when the whole one is."""
+    validator = _validator(version)
+    cases = doc.get("cases") if isinstance(doc, dict) else None
+    passed = _VALID_CASES.setdefault(version, set())
+    digests = []
+    if isinstance(cases, list):
+        digests = [_digest(c) for c in cases]
+        doc = {**doc, "cases": [c for c, d in zip(cases, digests)
+                                if d is None or d not in passed]}
     try:
-        _VALIDATORS[version].validate(doc)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ResultsError(f"results.json does not match schema version {version} "
-                           f"at {where}: {exc.message}") from exc
+        validator.validate(doc)
+    except jsonschema.ValidationError:
+        try:       # again on the whole document, for the path of the case at fault
+            validator.validate(doc if cases is None else {**doc, "cases": cases})
+        except jsonschema.ValidationError as exc:
+            raise _refused(exc, version) from exc
+        raise AssertionError("a document valid whole, but not without its known cases")
+    if len(passed) > _VALID_CASES_KEPT:
+        passed.clear()
+    passed.update(d for d in digests if d is not None)
+
+
+def _digest(case) -> str | None:
+    """The case's identity for _VALID_CASES; None (always checked) if it is not JSON."""
+    try:
+        return hashlib.sha1(json.dumps(case, sort_keys=True).encode()).hexdigest()
+    except (TypeError, ValueError):
+        return None
 
 
 def save(doc: dict, run_dir: Path) -> Path:

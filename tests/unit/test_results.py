@@ -28,6 +28,21 @@ def test_a_document_breaking_the_schema_is_refused_when_saved(sample_doc, tmp_pa
     assert not (tmp_path / "run" / "results.json").exists()
 
 
+def test_a_case_that_changed_after_a_save_is_checked_again_and_named(sample_doc, tmp_path):
+    results.save(sample_doc, tmp_path / "run")          # every case passed once
+    last = len(sample_doc["cases"]) - 1
+    sample_doc["cases"][last]["samples"][0]["status"] = 7
+    with pytest.raises(results.ResultsError, match=f"cases/{last}/samples/0/status"):
+        results.save(sample_doc, tmp_path / "run")
+
+
+@pytest.mark.parametrize("version", migrate.READABLE)
+def test_the_schema_constrains_cases_only_one_by_one(version):
+    """What lets a save check only the cases that changed (results.validate): no
+    constraint over the list as a whole (minItems, uniqueItems, contains, ...)."""
+    assert set(results.schema(version)["properties"]["cases"]) == {"type", "items"}
+
+
 def test_latest_run_is_the_newest_run_id(sample_doc, tmp_path):
     for run_id in ("20260101T000000Z-a", "20260301T000000Z-a", "20260201T000000Z-a"):
         results.save({**sample_doc, "run_id": run_id}, tmp_path / run_id)

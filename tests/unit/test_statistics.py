@@ -82,3 +82,13 @@ def test_refresh_rejudges_with_the_documents_own_threshold(sample_doc):
     st.refresh(sample_doc)
     wobbly = next(c for c in sample_doc["cases"] if c["server"] == "wobbly")
     assert not wobbly["stats"]["unstable"]
+
+
+def test_refresh_of_samples_it_summarised_before_gives_the_same_figures_unshared(sample_doc):
+    import copy
+    first, second = st.refresh(copy.deepcopy(sample_doc)), st.refresh(copy.deepcopy(sample_doc))
+    assert first == second
+    first["cases"][0]["stats"]["requests_per_sec"]["median"] = -1   # the caller's copy
+    assert st.refresh(copy.deepcopy(sample_doc))["cases"][0]["stats"] == second["cases"][0]["stats"]
+    sample_doc["cases"][0]["samples"][0]["summary"]["requests_per_sec"] *= 10
+    assert st.refresh(sample_doc)["cases"][0]["stats"] != second["cases"][0]["stats"]
