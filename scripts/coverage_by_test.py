@@ -15,6 +15,7 @@ what `make test-all` covers, within the issue's 2 points (docs/testing.md).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -31,7 +32,7 @@ def tier_nodeids(expression: str) -> set[str]:
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
                            "-p", "no:cacheprovider", "-m", expression],
                           cwd=REPO, capture_output=True, text=True,
-                          env={"BENCH_TEST_SERVERS": "all", "PATH": "/usr/bin:/bin"})
+                          env={**os.environ, "BENCH_TEST_SERVERS": "all"})
     ids = {line.strip() for line in done.stdout.splitlines() if "::" in line}
     if not ids:
         raise SystemExit(f"pytest collected nothing for -m {expression!r}:\n{done.stdout[-2000:]}")
@@ -50,7 +51,7 @@ def folder_lines(data_dir: Path) -> dict[str, dict[str, set[int]]]:
     found: dict[str, dict[str, set[int]]] = {}
     for folder in sorted((data_dir / "by-test").iterdir()):
         # under pytest-xdist a test of a group is named with its group's suffix (@netns)
-        nodeid = (folder / "nodeid").read_text().split("@")[0]
+        nodeid = re.sub(r"@[\w-]+$", "", (folder / "nodeid").read_text().strip())
         for path in folder.glob("coverage.*"):
             data = CoverageData(str(path))
             data.read()

@@ -15,7 +15,7 @@ by_test = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(by_test)
 
 SOURCE = "/repo/bench/x.py"
-INSIDE = "tests/e2e/test_a.py::test_inside[p1]"
+INSIDE = "tests/e2e/test_a.py::test_inside[user@host]"  # an @ of its own: only the suffix goes
 OUTSIDE = "tests/e2e/test_b.py::test_outside"
 
 
