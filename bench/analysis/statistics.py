@@ -54,14 +54,15 @@ def median_ci(values: list[float], confidence: float = CONFIDENCE) -> tuple[floa
     The percentile method, not BCa: with the 3-10 samples a benchmark affords, BCa's
     jackknife acceleration is degenerate (ties, identical values) and fails, while the
     percentile interval stays defined and is honest about how little 3 samples say."""
-    # imported here, not at the top: scipy.stats costs about a second of CPU to import,
-    # which every command that computes no interval (verify, list, exit 2) would pay
-    from scipy import stats as scistats
     if len(values) < 2:
         return None
     data = np.asarray(values, dtype=float)
     if np.all(data == data[0]):
         return float(data[0]), float(data[0])
+    # imported here, not at the top, and only once an interval is due: scipy.stats costs
+    # 1-2 s of CPU to import, which every command that computes no interval (verify,
+    # list, exit 2, a run of one sample per case) would pay
+    from scipy import stats as scistats
     res = scistats.bootstrap((data,), np.median, confidence_level=confidence,
                              n_resamples=BOOTSTRAP_RESAMPLES, method="percentile",
                              vectorized=True, rng=np.random.default_rng(BOOTSTRAP_SEED))
