@@ -21,7 +21,7 @@ from bench.core.settings import Settings
 from bench.infra import envs
 from bench.infra.host import LOCAL
 from bench.infra.lifecycle import running_server
-from bench.infra.server import ServerError, build
+from bench.infra.server import ServerError, build, template_values
 from bench.infra.versions import server_versions
 from bench.paths import REPO, SERVERS_DIR
 from tests.conftest import TEST_SERVER_PORT
@@ -118,7 +118,7 @@ def test_a_rust_dependency_override_builds_a_copy_of_the_workspace_with_the_aske
     # what the copy's target folder holds for the server's binary, as cargo reports it
     # (the manifest's own build command: every unit fresh, whether this test or an
     # earlier run made the copy)
-    command = [a.replace("{cache_dir}", where.cache_dir) for a in axum.build]
+    command = [manifest.expand(a, template_values(older, SETTINGS, "none")) for a in axum.build]
     report = subprocess.run([*command, "--message-format=json"], cwd=copy, capture_output=True,
                             text=True, check=True).stdout
     artifacts = [json.loads(line) for line in report.splitlines() if line.startswith("{")]
