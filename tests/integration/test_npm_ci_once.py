@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 
-import pytest
-
 from bench.paths import REPO
 
 SCRIPT = REPO / "servers" / "_jscommon" / "npm_ci_once.sh"
 SKIPPED = "node_modules is up to date"
 ARGS = ["--omit=dev", "--no-audit", "--no-fund"]
-pytestmark = pytest.mark.integration
 
 
 def package(folder, version: str) -> None:
