@@ -292,14 +292,15 @@ def test_a_server_with_fewer_workers_than_asked_fails_verification(endpoints, tm
 
 
 @contextmanager
-def server_leaving_bodies_unread():
-    """A loopback server that answers every request 401 without reading its body and then
-    closes the connection without saying so (hyper does when the body had not arrived
+def server_leaving_bodies_unread(status: bytes = b"401 Unauthorized",
+                                 body: bytes = b'{"error":"invalid token"}'):
+    """A loopback server that answers every request `status` without reading its body and
+    then closes the connection without saying so (hyper does when the body had not arrived
     yet; Python's http.server after a request that asked `Connection: close`): here at
     the worst moment for the client, when the next request on that connection arrives."""
     listener = socket.create_server(("127.0.0.1", 0))
-    answer = (b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
-              b"Content-Length: 25\r\n\r\n{\"error\":\"invalid token\"}")
+    answer = (b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
     def serve(conn: socket.socket) -> None:
         with conn:
@@ -351,3 +352,18 @@ def test_token_checks_survive_a_server_that_closes_after_an_unread_body():
         client.close()
     assert [c.name for c in checks] == ["token missing", "token wrong"]
     assert all(c.passed for c in checks), [c.detail for c in checks]
+
+
+def test_the_no_database_check_survives_a_server_that_closes_after_an_unread_body():
+    """The same close after a 404 for a PATCH to a user endpoint of a server without a
+    database, whose body it need not read: the next check's request (plain) must not get
+    the lost connection (CI: hyper's `plain: no answer, RemoteDisconnected`, 2026-11-28)."""
+    with server_leaving_bodies_unread(b"404 Not Found", b'{"error":"not found"}') as base:
+        client = Client(base, TOKEN, timeout=5)
+        checks = verify.check_no_database(client)
+        after, err = client.request("GET", "/plain/?param1=a")
+        client.close()
+    assert checks[0].name == "user endpoints without database" and checks[0].passed, \
+        checks[0].detail
+    assert after is not None and after.status_code == 404, err
+
