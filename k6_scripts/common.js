@@ -7,6 +7,10 @@
 //     export const options = t.options;
 //     export default t.iteration;
 //     export const handleSummary = t.handleSummary;
+// A build function may also return a fourth element, the request's kind
+// { contentType, tag }: its Content-Type instead of install's, and the k6 tag
+// `endpoint: tag` on its metrics (mixed.js: the endpoint it drew). REQUESTS has the
+// contract tests' requests by the key a mix names them with.
 //
 // Everything a run varies comes from the environment (`k6 run -e NAME=value`), written by
 // bench/load/k6.py:
@@ -14,6 +18,7 @@
 //   BENCH_TOKEN     value of the `token` header carried by every request
 //   BENCH_SEED      run seed; VU i seeds its generator with seed * 1000 + i (wrk: thread i)
 //   BENCH_N         the database suite's rows per request (queries, updates, cached)
+//   BENCH_MIX       mixed.js's weighted endpoints, e.g. get_user:60,queries.5:10,fortunes:5
 //   BENCH_POOL      pre-built requests per VU, cycled; 0 = every request built afresh
 //                   (the same defaults as the Lua scripts: 1000 for plain / to json,
 //                   0 for the user tests, 1 for the suite)
@@ -65,6 +70,34 @@ function rng(seed) {
   };
 }
 
+// The requests of the contract's tests, by the key a mix names each (bench/core/mix.py,
+// Endpoint.key), as the per-test scripts build them: build(c, n) -> [method, path, body],
+// n the database suite's rows per request; contentType that of every request it builds.
+function withParams(c, endpoint) {
+  return ['GET', endpoint + '?param1=' + c.random_alnum(4, 12) +
+                 '&param2=' + c.random_alnum(4, 12) +
+                 '&param3=' + c.random_alnum(4, 12), null];
+}
+
+export const REQUESTS = {
+  get_user: { build: (c) => ['GET', '/user/' + c.randint(1, 10000) + '/', null] },
+  update_user: {
+    build: (c) => {
+      const id = c.randint(1, 10000);
+      const body = '{"username": "' + c.random_alnum(8, 16) +
+                   '", "email": "' + c.random_alnum(8, 16) + '@example.com"}';
+      return ['PATCH', '/user/' + id + '/', body];
+    },
+    contentType: 'application/json',
+  },
+  plain: { build: (c) => withParams(c, '/plain/') },
+  to_json: { build: (c) => withParams(c, '/to_json/') },
+  // the database suite's: the server draws the ids, so a request depends on n alone
+  queries: { build: (c, n) => ['GET', '/queries/?n=' + n, null], takesN: true },
+  updates: { build: (c, n) => ['GET', '/updates/?n=' + n, null], takesN: true },
+  fortunes: { build: () => ['GET', '/fortunes/', null] },
+};
+
 function env(name, fallback) {
   const v = __ENV[name];
   return v === undefined || v === '' ? fallback : v;
@@ -93,7 +126,8 @@ function scenario() {
            gracefulStop: `${env('BENCH_TIMEOUT', '5')}s` };
 }
 
-// build(c) -> [method, path, body-or-null]; c has random_alnum, randint and n
+// build(c) -> [method, path, body-or-null[, kind]]; c has random, random_alnum, randint
+// and n; kind = { contentType, tag } (see the top of this file)
 export function install(build, { contentType = null, pool = 1000 } = {}) {
   const options = {
     scenarios: { bench: scenario() },
@@ -108,9 +142,25 @@ export function install(build, { contentType = null, pool = 1000 } = {}) {
   };
 
   const base = env('BENCH_BASE_URL', 'http://127.0.0.1:8080');
-  const headers = { token: env('BENCH_TOKEN', 'hardcoded_token') };
-  if (contentType) headers['Content-Type'] = contentType;
-  const params = { headers, timeout: `${env('BENCH_TIMEOUT', '5')}s` };
+  const token = env('BENCH_TOKEN', 'hardcoded_token');
+  const timeout = `${env('BENCH_TIMEOUT', '5')}s`;
+  function requestParams(type, tag) {
+    const headers = { token };
+    if (type) headers['Content-Type'] = type;
+    return tag ? { headers, timeout, tags: { endpoint: tag } } : { headers, timeout };
+  }
+  const params = requestParams(contentType, null);
+  // a kind's params, made on its first request: a kind is one object per endpoint
+  // (mixed.js), so this holds a handful and no request builds params of its own
+  const kindParams = new Map();
+  function paramsOf(kind) {
+    let p = kindParams.get(kind);
+    if (p === undefined) {
+      p = requestParams(kind.contentType || contentType, kind.tag);
+      kindParams.set(kind, p);
+    }
+    return p;
+  }
   const poolSize = parseInt(env('BENCH_POOL', String(pool)), 10);
   const n = __ENV.BENCH_N ? parseInt(__ENV.BENCH_N, 10) : null;
 
@@ -124,6 +174,7 @@ export function install(build, { contentType = null, pool = 1000 } = {}) {
       const random = rng(parseInt(env('BENCH_SEED', '1'), 10) * 1000 + __VU);
       c = {
         n,
+        random,
         randint: (lo, hi) => lo + Math.floor(random() * (hi - lo + 1)),
         random_alnum: (lo, hi) => {
           const len = lo + Math.floor(random() * (hi - lo + 1));
@@ -144,8 +195,9 @@ export function install(build, { contentType = null, pool = 1000 } = {}) {
   }
 
   function iteration() {
-    const [method, path, body] = next();
-    const res = http.request(method, base + path, body, params);
+    const [method, path, body, kind] = next();
+    const res = http.request(method, base + path, body,
+                             kind === undefined ? params : paramsOf(kind));
     if (res.status === 0) counters[errorKind(res.error_code)].add(1);
     else if (res.status < 200 || res.status > 299) counters.status.add(1);
     if (res.status !== 0 && res.proto !== 'HTTP/1.1') otherProtocol.add(1);

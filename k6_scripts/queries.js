@@ -1,10 +1,10 @@
 // test "queries" (the database suite): GET /queries/?n=N (wrk_scripts/queries.lua). The server draws
 // the ids, so every request is the same: a pool of one request.
-import { install } from './common.js';
+import { install, REQUESTS } from './common.js';
 
 const t = install((c) => {
   if (c.n === null) throw new Error('queries needs BENCH_N (k6 run -e BENCH_N=20 ...)');
-  return ['GET', '/queries/?n=' + c.n, null];
+  return REQUESTS.queries.build(c, c.n);
 }, { pool: 1 });
 export const options = t.options;
 export default t.iteration;

@@ -1,10 +1,10 @@
 // test "updates" (the database suite): GET /updates/?n=N (wrk_scripts/updates.lua). The server draws
 // the ids, so every request is the same: a pool of one request.
-import { install } from './common.js';
+import { install, REQUESTS } from './common.js';
 
 const t = install((c) => {
   if (c.n === null) throw new Error('updates needs BENCH_N (k6 run -e BENCH_N=20 ...)');
-  return ['GET', '/updates/?n=' + c.n, null];
+  return REQUESTS.updates.build(c, c.n);
 }, { pool: 1 });
 export const options = t.options;
 export default t.iteration;

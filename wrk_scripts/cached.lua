@@ -5,8 +5,6 @@
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
 local common = require("common")
+local requests = require("requests")
 
-common.install(function(c)
-   if c.n == nil then error("usage: wrk ... -s cached.lua <url> -- <token> <seed> [pool] n=N") end
-   return "GET", "/cached/?n=" .. c.n, nil
-end, nil, 1)
+common.install(function(c) return requests.cached(c, c.n) end, nil, 1)

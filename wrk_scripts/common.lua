@@ -2,12 +2,14 @@
 --
 -- Each test script does
 --     local common = require("common")      (with the script's folder on package.path)
---     common.install(function(rand) return method, path, body end)
--- which defines wrk's global hooks setup(), init(), request() and done().
+--     common.install(function(c) return method, path, body[, content type[, key]] end)
+-- which defines wrk's global hooks setup(), init(), request() and done(). The builders
+-- of the contract's tests are in requests.lua. A builder that returns a key (mixed.lua:
+-- the endpoint it drew) has its requests counted per key, in done()'s `endpoints`.
 -- response() is deliberately NOT defined: defining it makes wrk hand every
 -- response to Lua, which costs client CPU that the server would otherwise get.
 --
--- Script arguments (after `--` on the wrk command line):  <token> <seed> [pool] [n=N]
+-- Script arguments (after `--` on the wrk command line):  <token> <seed> [pool] [n=N] [mix=M]
 --   token  value of the `token` header carried by every request
 --   seed   run seed; wrk thread i (1-based) seeds its RNG with seed * 1000 + i
 --   pool   optional: number of pre-formatted requests per thread, cycled; 0 = build
@@ -15,6 +17,8 @@
 --          over the whole table (a cycled pool of 1000 would only ever touch ~1000
 --          rows); plain / to json default to a pool, keeping the client cheap where
 --          it is most likely to be the bottleneck.
+--   n=N    the database suite's rows per request (queries, updates, cached)
+--   mix=M  mixed.lua's weighted endpoints, e.g. get_user:60,queries.5:10
 --
 -- done() prints exactly one machine-readable line to stdout:
 --     WRK_JSON {...}
@@ -213,8 +217,9 @@ end
 -- The wrk hooks.
 ---------------------------------------------------------------------------
 
--- build(rand) -> method, path, body-or-nil   (called pool times per thread in init,
--- or once per request when the pool size is 0)
+-- build(c) -> method, path, body-or-nil[, content type[, key]]  (called pool times per
+-- thread in init, or once per request when the pool size is 0); content_type: the
+-- Content-Type of every request whose builder names none
 function M.install(build, content_type, default_pool)
    -- main Lua state: setup() runs here once per thread, then done()
    local threads = {}
@@ -225,8 +230,34 @@ function M.install(build, content_type, default_pool)
    end
 
    -- thread Lua states: init() then request() for every request
-   local pool, pool_size, cursor, head, live = nil, 0, 0, nil, false
+   local pool, pool_size, cursor, live = nil, 0, 0, false
+   local keys = {}            -- the key of each pooled request (nil: not counted)
+   local headers, heads = nil, {}
    sent = 0   -- global so that done() can read it with thread:get("sent")
+   endpoint_sent = {}   -- key -> requests, global for done() too (builders with keys)
+
+   -- the header block for a content type (nil: none), made once per type
+   local function head_for(ct)
+      local head = heads[ct or ""]
+      if head == nil then
+         local with = {}
+         for k, v in pairs(headers) do with[k] = v end
+         with["Content-Type"] = ct
+         head = M.header_block(with)
+         heads[ct or ""] = head
+      end
+      return head
+   end
+
+   local function make()
+      local method, path, body, ct, key = build(M)
+      return M.format(method, path, head_for(ct or content_type), body), key
+   end
+
+   local function counted(req, key)
+      if key ~= nil then endpoint_sent[key] = (endpoint_sent[key] or 0) + 1 end
+      return req
+   end
 
    function init(args)
       local token = args[1]
@@ -238,17 +269,16 @@ function M.install(build, content_type, default_pool)
       for i = 3, #args do
          local n = args[i]:match("^n=(%d+)$")
          if n then M.n = tonumber(n) end
+         M.mix = args[i]:match("^mix=(.+)$") or M.mix
       end
       local idx = tonumber(index) or 1
       math.randomseed(seed * 1000 + idx)
 
       -- the headers: wrk.headers (Host, any -H) plus our token and content type,
       -- in a fixed order (Host first, then sorted) so that a seed gives the same bytes
-      local headers = {}
+      headers = {}
       for k, v in pairs(wrk.headers) do headers[k] = v end
       headers["token"] = token
-      if content_type then headers["Content-Type"] = content_type end
-      head = M.header_block(headers)
 
       -- live mode (pool 0) still pre-builds the first requests when dumping, and
       -- serves them first: the stream is the same as without the dump
@@ -257,10 +287,7 @@ function M.install(build, content_type, default_pool)
       local prefill = pool_size
       if live then prefill = (dump and dump ~= "") and DEFAULT_POOL or 0 end
       pool = {}
-      for i = 1, prefill do
-         local method, path, body = build(M)
-         pool[i] = M.format(method, path, head, body)
-      end
+      for i = 1, prefill do pool[i], keys[i] = make() end
       cursor = 0
 
       -- debugging/tests: dump this thread's requests to $BENCH_WRK_DUMP_DIR/thread<i>.txt
@@ -273,26 +300,23 @@ function M.install(build, content_type, default_pool)
 
    function request()
       sent = sent + 1
-      if live then
-         if cursor < #pool then
-            cursor = cursor + 1
-            return pool[cursor]
-         end
-         local method, path, body = build(M)
-         return M.format(method, path, head, body)
-      end
+      if live and cursor >= #pool then return counted(make()) end
       cursor = cursor + 1
-      if cursor > pool_size then cursor = 1 end
-      return pool[cursor]
+      if cursor > pool_size and not live then cursor = 1 end
+      return counted(pool[cursor], keys[cursor])
    end
 
    function done(summary, latency, requests)
       local e = summary.errors
       local have = summary.requests > 0 and latency.max > 0 and latency.min <= latency.max
       local function stat(v) if have then return v else return M.null end end
-      local per_thread = {}
+      local per_thread, endpoints = {}, nil
       for i, t in ipairs(threads) do
          per_thread[i] = { index = i, sent = tonumber(t:get("sent")) or 0 }
+         for key, count in pairs(t:get("endpoint_sent") or {}) do
+            endpoints = endpoints or {}
+            endpoints[key] = (endpoints[key] or 0) + count
+         end
       end
       local have_rps = requests.min <= requests.max
       local out = {
@@ -318,6 +342,8 @@ function M.install(build, content_type, default_pool)
             stdev = have_rps and requests.stdev or M.null,
          },
          threads = per_thread,
+         -- requests handed to wrk per key (a builder that returns keys: mixed.lua)
+         endpoints = endpoints,
          -- every non-zero per-microsecond counter of wrk's latency (see latency_counts)
          latency_counts = M.latency_counts(latency),
       }

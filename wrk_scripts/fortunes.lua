@@ -5,7 +5,6 @@
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
 local common = require("common")
+local requests = require("requests")
 
-common.install(function(c)
-   return "GET", "/fortunes/", nil
-end, nil, 1)
+common.install(requests.fortunes, nil, 1)

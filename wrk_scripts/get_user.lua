@@ -4,7 +4,6 @@
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
 local common = require("common")
+local requests = require("requests")
 
-common.install(function(c)
-   return "GET", "/user/" .. math.random(1, 10000) .. "/", nil
-end, nil, 0)
+common.install(requests.get_user, nil, 0)

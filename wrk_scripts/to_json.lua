@@ -5,9 +5,6 @@
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
 local common = require("common")
+local requests = require("requests")
 
-common.install(function(c)
-   return "GET", "/to_json/?param1=" .. c.random_alnum(4, 12) ..
-                 "&param2=" .. c.random_alnum(4, 12) ..
-                 "&param3=" .. c.random_alnum(4, 12), nil
-end)
+common.install(requests.to_json)

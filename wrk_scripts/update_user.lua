@@ -5,10 +5,6 @@
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. package.path
 local common = require("common")
+local requests = require("requests")
 
-common.install(function(c)
-   local id = math.random(1, 10000)
-   local body = '{"username": "' .. c.random_alnum(8, 16) ..
-                '", "email": "' .. c.random_alnum(8, 16) .. '@example.com"}'
-   return "PATCH", "/user/" .. id .. "/", body
-end, "application/json", 0)
+common.install(requests.update_user, nil, 0)

@@ -277,6 +277,10 @@ def compare_case(base_case: dict | None, cand_case: dict | None, *,
     if extra_reasons:
         row.reason = "; ".join(extra_reasons)
         return row
+    mixes = [(case.get("key") or {}).get("mix") for case in (base_case, cand_case)]
+    if mixes[0] != mixes[1]:           # the mixed test under two profiles' weights
+        row.reason = f"another mix: {mixes[0]} in the baseline, {mixes[1]} in the candidate"
+        return row
     for figure in FIGURES:
         threshold, source = thresholds[figure]
         change = figure_change(figure, ok_values(base_case, figure), ok_values(cand_case, figure),

@@ -127,6 +127,9 @@ def build(docs: list[dict], *, server: str | None = None, test: str | None = Non
             if point is None:
                 continue
             kid = comparability.key_id(doc, case["database"])
+            mix = (case.get("key") or {}).get("mix")
+            if mix:                # the mixed test under another profile: another series
+                kid += f" {mix}"
             s = series.get((case["id"], kid))
             if s is None:
                 s = series[case["id"], kid] = Series(case["id"], case["server"], case["database"],

@@ -35,7 +35,12 @@ def add_selection(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tests", type=csv_list, default=None, metavar="T,T",
                    help="tests: get_user, update_user, plain, to_json (the default four), "
                         "and the database suite's queries, updates, fortunes, cached; `all` "
-                        "is all eight (the suite preset's choice)")
+                        "is all eight (the suite preset's choice); `mixed`: each request's "
+                        "endpoint drawn by the weights of --mix")
+    g.add_argument("--mix", default=None, metavar="FILE",
+                   help="the mixed test's profile: weighted endpoints in a TOML file "
+                        "(default: mixes/small-api.toml: 60%% get user, 15%% update user, "
+                        "10%% queries n=5, 10%% fortunes, 5%% to json)")
     g.add_argument("--n", dest="n_levels", type=int_list, default=None, metavar="N[,N...]",
                    help="rows per request of queries, updates and cached, 1 to 500; several "
                         "(e.g. 1,20) measure each level as a case of its own (default: "

@@ -57,12 +57,14 @@ class LoadPlan:
     unstable_cv: float
     generators: tuple[str, ...] = ("wrk",)   # --generator (bench.core.settings)
     iterations: int | None = None        # --iterations: k6's closed-loop samples
+    mix: str | None = None               # the mixed test's weights, as its scripts read them
 
     @classmethod
     def of(cls, s: Settings) -> "LoadPlan":
         return cls(s.duration, s.warmup, s.repeat, s.levels, s.threads, s.connection_modes,
                    s.behind, s.rates, s.knee_p99_ms, s.burst, s.timeout, s.seed, s.token,
-                   s.error_threshold, s.unstable_cv, s.generators, s.iterations)
+                   s.error_threshold, s.unstable_cv, s.generators, s.iterations,
+                   s.active_mix.script_arg if s.active_mix else None)
 
     def threads_for(self, connections: int) -> int:
         return self.threads if self.threads is not None else default_threads(connections)
@@ -180,5 +182,7 @@ class RunContext:
         """What results.json records as the run's settings: those asked for, with the
         resolved values where they have always been recorded (the address the servers
         listened on, the order seed the schedule was shuffled with)."""
+        profile = self.settings.active_mix
+        mixed = {"mix_profile": profile.public()} if profile else {}
         return {**self.settings.public(), "host": self.server_address,
-                "order_seed": self.order_seed}
+                "order_seed": self.order_seed, **mixed}

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass, field
 
 from bench.core import deps, protocols, server_env, suite
+from bench.core.mix import MIX_TEST
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
 from bench.core.settings import DB_TESTS, DEFAULT_OPEN_MODEL, NO_DB_TESTS, NO_PROXY, \
     SelectionError, Settings, closed_loop_generators, open_model_generators, rate_base, validate
@@ -82,6 +83,8 @@ class Case:
     load: LoadParams = field(default_factory=lambda: LoadParams(64))
     # rows per request of the database suite's queries / updates / cached; None otherwise
     n: int | None = None
+    # the mixed test's profile (bench.core.mix.Mix.identity); None for the other tests
+    mix: str | None = None
 
     @property
     def id(self) -> str:
@@ -97,8 +100,9 @@ class Case:
     def key(self) -> dict:
         v = self.variant
         level = {} if self.n is None else {"n": self.n}   # older keys stay as they were
+        mixed = {} if self.mix is None else {"mix": self.mix}
         return {"server": v.server.label, "database": v.database, "orm": v.orm,
-                "test": self.test, **level, **self.load.as_dict()}
+                "test": self.test, **level, **mixed, **self.load.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,7 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
         references += [s for s in sorted(specs) if specs[s].reference and s not in references
                        and s not in unavailable]
     cases: list[Case] = []
+    mixed = settings.active_mix.identity if settings.active_mix else None
     for spec in [version for server_id in frameworks
                  for swept in server_env.swept(specs[server_id], settings.server_env)
                  for version in deps.swept(swept, settings.deps)]:
@@ -186,8 +191,10 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
         own = list(dict.fromkeys(server_point(spec, p, settings.tls_proxy) for p in points))
         for database, orm in spec.variants():
             if database in settings.databases and _orm_wanted(orm, settings.orm):
-                cases += [Case(Variant(spec, database, orm), t, p, n)
-                          for t in DB_TESTS if t in settings.tests and wants(spec, t)
+                cases += [Case(Variant(spec, database, orm), t, p, n,
+                               mixed if t == MIX_TEST else None)
+                          for t in DB_TESTS if t in settings.tests
+                          and wants(spec, t, settings)
                           for n in settings.n_for(t) for p in own]
         cases += [Case(Variant(spec, "none", False), t, p)
                   for t in NO_DB_TESTS if t in settings.tests for p in own]
@@ -201,15 +208,16 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
     return cases
 
 
-def wants(spec: ServerSpec, test: str) -> bool:
-    """A server without a [suite] declaration has none of the suite's endpoints."""
-    return test not in suite.SUITE_TESTS or spec.suite is not None
+def wants(spec: ServerSpec, test: str, settings: Settings) -> bool:
+    """A server without a [suite] declaration has none of the suite's endpoints (nor a
+    mix that draws from them)."""
+    return not settings.needs_suite(test) or spec.suite is not None
 
 
 def check_suite(settings: Settings, specs: dict[str, ServerSpec], frameworks: list[str]) -> None:
     """Naming a server for a suite test it does not implement is bad input; a run of all
     servers leaves such a server out of those tests only."""
-    asked = [t for t in settings.tests if t in suite.SUITE_TESTS]
+    asked = [t for t in settings.tests if settings.needs_suite(t)]
     lacking = [s for s in settings.servers if s in frameworks and specs[s].databases
                and specs[s].suite is None]
     if asked and lacking:

@@ -22,8 +22,8 @@ HTTP2 = frozenset({"h2", "h2c"})
 HTTP2_GENERATOR = "h2load"
 # what the generator or the probe must report having negotiated, per protocol
 NEGOTIATED = {"h1": "http/1.1", "h1-tls": "http/1.1", "h2": "h2", "h2c": "h2c"}
-# h2load sends what an input file lists: GETs only (bench.load.h2load)
-HTTP2_TESTS_REFUSED = ("update user",)
+# h2load sends what an input file lists: GETs only, in the file's order (bench.load.h2load)
+HTTP2_TESTS_REFUSED = ("update user", "mixed")
 # what the open-model generators (oha, k6) send at a fixed rate: HTTP/1.1, over TLS too
 OPEN_MODEL_PROTOCOLS = ("h1", "h1-tls")
 
@@ -69,7 +69,8 @@ def problems(protocols, tests, rates, behind, proxy_protocols: dict[str, tuple[s
         refused = [t for t in tests if t in HTTP2_TESTS_REFUSED]
         if refused:
             out.append(f"--protocol h2/h2c: h2load sends GETs from a list, not a PATCH with a "
-                       f"body per request; leave out --tests {', '.join(refused)}")
+                       f"body per request nor a weighted draw of endpoints; leave out --tests "
+                       f"{', '.join(refused)}")
     elif tuple(streams) != (1,):
         out.append("--streams sets HTTP/2's concurrent streams per connection: it needs "
                    "--protocol h2 or h2c")

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from bench.core import protocols, proxyspec, suite
+from bench.core import mix, protocols, proxyspec, suite
 from bench.core.errors import SelectionError
 # the CPU lists and memory caps each role runs under (what existing importers expect here)
 from bench.core.placement import (format_cpu_list, parse_cpu_list, parse_memory_mb,  # noqa: F401
@@ -20,8 +20,11 @@ from bench.paths import REPO
 
 TESTS = ("get user", "update user", "plain", "to json")      # the default four
 ALL_TESTS = TESTS + suite.SUITE_TESTS                        # `--tests all`, the suite preset
+# every test --tests knows: the eight and `mixed`, whose endpoints a profile weighs
+# (bench.core.mix); `all` stays the eight, each a single endpoint
+KNOWN_TESTS = ALL_TESTS + (mix.MIX_TEST,)
 # measured per database and ORM variant
-DB_TESTS = ("get user", "update user", *suite.SUITE_TESTS)
+DB_TESTS = ("get user", "update user", *suite.SUITE_TESTS, mix.MIX_TEST)
 NO_DB_TESTS = ("plain", "to json")            # measured once per server, with no database
 ORM_CHOICES = ("both", "raw", "orm")
 # keep-alive: one TCP connection per client connection for the whole window (wrk's
@@ -182,6 +185,8 @@ class Settings:
     server_memory: str | None = None
     # ... and on the --behind proxy's (its whole process tree, each start)
     proxy_memory: str | None = None
+    # the mixed test's profile file (bench.core.mix); None: mixes/small-api.toml
+    mix: str | None = None
     # open-model points: "50%" of the case's measured maximum req/s, or absolute req/s
     rates: tuple[str, ...] = ()
     # the load generators (--generator): each runs the models it can (wrk the closed
@@ -269,8 +274,24 @@ class Settings:
 
     @property
     def with_suite(self) -> bool:
-        """Whether any of the database suite's tests is selected."""
-        return any(t in suite.SUITE_TESTS for t in self.tests)
+        """Whether any of the database suite's endpoints is asked: one of its tests, or a
+        mix that draws from them."""
+        return any(self.needs_suite(t) for t in self.tests)
+
+    def needs_suite(self, test: str) -> bool:
+        """Whether `test` sends requests to the database suite's endpoints."""
+        if test == mix.MIX_TEST:
+            return self.load_mix().needs_suite
+        return test in suite.SUITE_TESTS
+
+    def load_mix(self) -> "mix.Mix":
+        """The mixed test's profile, read and checked (MixError says what is wrong)."""
+        return mix.load(self.mix or mix.DEFAULT_PROFILE)
+
+    @property
+    def active_mix(self) -> "mix.Mix | None":
+        """The mixed test's profile when --tests has it, else None."""
+        return self.load_mix() if mix.MIX_TEST in self.tests else None
 
     def n_for(self, test: str) -> tuple[int | None, ...]:
         """The n levels a test is measured at: (None,) for a test without n."""
@@ -305,10 +326,10 @@ class Settings:
         for side in ("server", "client", "db"):
             d[f"{side}_cpus"] = self.cpus(side)
         # the defaults of --generator (wrk, and oha for --rate), --iterations, the
-        # protocol flags and --server-memory record nothing: a run's settings stay what
-        # every run before them recorded
+        # protocol flags, --server-memory and --mix record nothing: a run's settings stay
+        # what every run before them recorded
         for name in ("generators", "iterations", "protocols", "streams", "tls_proxy",
-                     "server_memory", "proxy_memory"):
+                     "server_memory", "proxy_memory", "mix"):
             if getattr(self, name) == getattr(Settings, name):
                 del d[name]
         return d
@@ -413,7 +434,9 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
         raise SelectionError(f"--knee-p99 must be positive (ms), got {s.knee_p99_ms:g}")
     validate_placement(s)
     check_names("database", s.databases, list(KNOWN_DATABASES))
-    check_names("test", s.tests, list(ALL_TESTS))
+    check_names("test", s.tests, list(KNOWN_TESTS))
+    mix.validate(s.tests, s.mix, closed_loop_generators(s.generators)
+                 + (open_model_generators(s.generators) if s.rates else []))
     if (why := suite.level_problem(s.n_levels, s.tests)):
         raise SelectionError(why)
     if s.runtime_threads not in RUNTIME_THREADS:

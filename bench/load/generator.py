@@ -59,6 +59,9 @@ class LoadRequest:
     streams: int = 1
     # over TLS: the run's CA (PEM), for a generator that verifies the certificate (k6)
     ca_file: str | None = None
+    # the `mixed` test's weighted endpoints, as its scripts read them
+    # (bench.core.mix.Mix.script_arg: "get_user:60,update_user:15,queries.5:10,...")
+    mix: str | None = None
 
     @property
     def open_model(self) -> bool:

@@ -19,7 +19,9 @@ One JavaScript script per test lives in ``k6_scripts/`` (plus the shared ``commo
 the same endpoints, ids, PATCH bodies, token header, n and Connection: close mode as
 ``wrk_scripts/``. Everything a run varies goes in as `-e NAME=value`; the script's
 handleSummary prints one line, ``K6_JSON {...}`` (k6's summary data), which is all this
-module parses.
+module parses. The `mixed` test (``mixed.js``) draws each request's endpoint by weight
+from the run's mix (`K6Settings.mix`: bench.core.mix's script_arg) and tags the request
+with the endpoint's key, so the summary has figures per endpoint (`endpoints`).
 
 Every run is the same argv shape (`k6_command`):
 
@@ -27,10 +29,11 @@ Every run is the same argv shape (`k6_command`):
         -e BENCH_BASE_URL=... -e BENCH_TOKEN=... -e BENCH_SEED=... -e BENCH_VUS=C
         -e BENCH_DURATION=S -e BENCH_TIMEOUT=S [-e BENCH_CLOSE=1] [-e BENCH_N=N]
         [-e BENCH_ITERATIONS=I | -e BENCH_RATE=R -e BENCH_TIME_UNIT=U -e BENCH_MAX_VUS=C]
-        k6_scripts/<test>.js
+        [-e BENCH_MIX=KEY:WEIGHT,...] k6_scripts/<test>.js
 
 with GOMAXPROCS = the threads wrk would get (k6's default, every core, took CPU from the
-server on 2 cores, as oha's did).
+server on 2 cores, as oha's did). BENCH_MIX is there when the run has a mix, which the
+`mixed` test needs.
 
 No latency histogram: k6's summary has its trend's percentiles only, and its whole
 distribution needs a per-request output (`--out json`, one line per metric sample, tens
@@ -41,7 +44,7 @@ uses the percentiles, as for a wrk run whose counts could not be read.
 Public API::
 
     K6Settings, K6_VERSION, INSTALL_HINT, SCRIPTS_DIR, TEST_SCRIPTS
-    tool_path(host), require_k6(host), k6_version(host)
+    tool_path(host), require_k6(host), k6_version(host), mix_keys(mix)
     k6_command(test, base_url, settings, duration_s=None) -> list[str]
     parse_k6_output(stdout, stderr="", *, settings, duration_s) -> dict
     run_k6(test, base_url, settings, duration_s=None, *, host=LOCAL, ...) -> LoadResult
@@ -56,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from bench.core.mix import MIX_TEST
 from bench.infra.host import LOCAL, Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
 from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS as WRK_TEST_SCRIPTS
@@ -64,8 +68,10 @@ from bench.paths import K6_SCRIPTS_DIR
 K6_VERSION = "1.8.1"          # scripts/install_k6.sh and setup/packages.txt pin the same
 K6_MINIMUM = (1, 0, 0)        # options and summary data this module relies on
 SCRIPTS_DIR = K6_SCRIPTS_DIR
-TEST_SCRIPTS: dict[str, str] = {test: lua.replace(".lua", ".js")
-                                for test, lua in WRK_TEST_SCRIPTS.items()}
+# wrk's tests, and `mixed` whether or not wrk has it yet
+TEST_SCRIPTS: dict[str, str] = {**{test: lua.replace(".lua", ".js")
+                                   for test, lua in WRK_TEST_SCRIPTS.items()},
+                                MIX_TEST: "mixed.js"}
 TOOL_SUBDIR = "bin"           # scripts/install_k6.sh's GOBIN: <the harness's cache>/bin
 INSTALL_HINT = (f"k6 {K6_VERSION} is not installed: run `make setup` or "
                 f"scripts/install_k6.sh (go install go.k6.io/k6@v{K6_VERSION}, into "
@@ -94,6 +100,7 @@ class K6Settings:
     threads: int | None = None      # GOMAXPROCS; None = k6's default (every core)
     n: int | None = None
     ca_file: str | None = None      # over https: the run's CA, the one root it trusts
+    mix: str | None = None          # the `mixed` test's endpoints: "get_user:60,queries.5:10"
 
     def __post_init__(self) -> None:
         if isinstance(self.connections, bool) or self.connections < 1:
@@ -109,6 +116,27 @@ class K6Settings:
                 raise ValueError(f"iterations must be >= 1, got {self.iterations}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
+        if self.mix is not None:
+            mix_keys(self.mix)
+
+
+_MIX_ITEM = re.compile(r"([a-z_]+(?:\.[0-9]+)?):([0-9]+)")
+
+
+def mix_keys(mix: str) -> list[str]:
+    """The endpoint keys of a mix ("get_user:60,queries.5:10" -> get_user, queries.5), in
+    its order; ValueError unless every item is KEY:WEIGHT with a weight >= 1 and no KEY
+    is twice. Which tests a KEY may name is mixed.js's to say (it refuses the others)."""
+    keys = []
+    for item in mix.split(","):
+        match = _MIX_ITEM.fullmatch(item)
+        if match is None or int(match.group(2)) < 1:
+            raise ValueError(f"mix item {item!r} is not KEY:WEIGHT (e.g. get_user:60, "
+                             f"queries.5:10) with a weight >= 1: {mix!r}")
+        if match.group(1) in keys:
+            raise ValueError(f"mix lists {match.group(1)} twice: {mix!r}")
+        keys.append(match.group(1))
+    return keys
 
 
 # --------------------------------------------------------------------------- binary
@@ -192,6 +220,8 @@ def k6_command(test: str, base_url: str, settings: K6Settings,
     duration = settings.duration_s if duration_s is None else duration_s
     if not duration > 0:
         raise ValueError(f"duration_s must be > 0, got {duration}")
+    if test == MIX_TEST and settings.mix is None:
+        raise ValueError(f"the {MIX_TEST} test needs a mix (K6Settings.mix)")
     env = {"BENCH_BASE_URL": base_url.rstrip("/"), "BENCH_TOKEN": settings.token,
            "BENCH_SEED": str(int(settings.seed)), "BENCH_VUS": str(settings.connections),
            "BENCH_DURATION": _seconds(duration), "BENCH_TIMEOUT": _seconds(settings.timeout_s)}
@@ -207,6 +237,8 @@ def k6_command(test: str, base_url: str, settings: K6Settings,
                    BENCH_MAX_VUS=str(settings.connections))
     elif settings.iterations is not None:
         env["BENCH_ITERATIONS"] = str(settings.iterations)
+    if settings.mix is not None:
+        env["BENCH_MIX"] = settings.mix
     argv = ["k6", "run", "--quiet", "--no-color", "--no-usage-report", "--address", "",
             "--log-output", "stderr"]
     for name, value in env.items():
@@ -254,6 +286,27 @@ def _count(metrics: dict, name: str) -> int:
     return int(round(value))
 
 
+def _latency(metrics: dict, name: str, *, answered: bool) -> dict:
+    """latency_ms (LATENCY_KEYS) from the trend `name`, all None unless `answered`."""
+    trend = _values(metrics, name)
+    latency_ms = {}
+    for key in LATENCY_KEYS:
+        stat = _TREND_KEYS.get(key)
+        value = None if stat is None else _number(trend.get(stat), f"{name}.{stat}")
+        latency_ms[key] = value if answered else None
+    return latency_ms
+
+
+def _endpoint(metrics: dict, key: str, *, answered: bool) -> dict:
+    """One endpoint of a mix: its requests and latency, from the submetrics of its tag
+    (absent when it got no request: sent 0, latency None)."""
+    tag = f"{{endpoint:{key}}}"
+    sent = _count(metrics, "http_reqs" + tag)
+    return {"sent": sent,
+            "latency_ms": _latency(metrics, "http_req_duration" + tag,
+                                   answered=answered and sent > 0)}
+
+
 def parse_k6_output(stdout: str, stderr: str = "", *, settings: K6Settings,
                     duration_s: float | None = None) -> dict:
     """wrk's normalised summary (same keys and units) from k6's K6_JSON line, plus `rate`
@@ -274,6 +327,11 @@ def parse_k6_output(stdout: str, stderr: str = "", *, settings: K6Settings,
       it, it is in http_req_connecting) over every request k6 timed; stdev None (k6 has
       none). All None without a response.
     - latency_histogram None, with latency_histogram_error (see the module docstring).
+    - endpoints (a run with a mix only): for each KEY of the mix, {"sent": http_reqs
+      tagged endpoint:KEY, "latency_ms": latency_ms's keys from http_req_duration tagged
+      so}; mixed.js's thresholds put those submetrics in the summary. An endpoint the
+      summary lacks has sent 0; latency_ms is all None for an endpoint without requests
+      and, as the run's, in a run without a response.
     - rate (open model): asked, achieved = sent / the asked window; dropped_iterations:
       k6's count of due iterations no VU was free to start; not_sent: the due requests
       never sent, the larger of that and floor(asked * window) - the requests k6 made
@@ -296,12 +354,6 @@ def parse_k6_output(stdout: str, stderr: str = "", *, settings: K6Settings,
     state = data.get("state") if isinstance(data.get("state"), dict) else {}
     run_ms = _number(state.get("testRunDurationMs"), "state.testRunDurationMs") or 0.0
     total_s = run_ms / 1000.0
-    trend = _values(metrics, "http_req_duration")
-    latency_ms = {}
-    for key in LATENCY_KEYS:
-        name = _TREND_KEYS.get(key)
-        value = None if name is None else _number(trend.get(name), f"http_req_duration.{name}")
-        latency_ms[key] = value if requests else None
     out = {
         "requests": requests,
         "sent": sent,
@@ -309,11 +361,14 @@ def parse_k6_output(stdout: str, stderr: str = "", *, settings: K6Settings,
         "duration_s": total_s,
         "requests_per_sec": requests / total_s if total_s > 0 else 0.0,
         "bytes": _count(metrics, "data_received"),
-        "latency_ms": latency_ms,
+        "latency_ms": _latency(metrics, "http_req_duration", answered=requests > 0),
         "errors": errors,
         "latency_histogram": None,
         "latency_histogram_error": NO_HISTOGRAM,
     }
+    if settings.mix is not None:
+        out["endpoints"] = {key: _endpoint(metrics, key, answered=requests > 0)
+                            for key in mix_keys(settings.mix)}
     if settings.iterations is not None:
         out["iterations"] = {"asked": settings.iterations,
                              "completed": _count(metrics, "iterations")}
@@ -406,7 +461,7 @@ class K6:
                           token=request.token, connection_close=request.connection_close,
                           rate=request.rate, threads=request.threads, n=request.n,
                           iterations=None if request.open_model else request.iterations,
-                          ca_file=request.ca_file)
+                          ca_file=request.ca_file, mix=request.mix)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

@@ -44,6 +44,8 @@ TEST_SCRIPTS: dict[str, str] = {
     "updates": "updates.lua",
     "fortunes": "fortunes.lua",
     "cached": "cached.lua",
+    # endpoints drawn by weight from a profile (bench.core.mix), each built as above
+    "mixed": "mixed.lua",
 }
 
 JSON_MARKER = "WRK_JSON "
@@ -68,6 +70,7 @@ class LoadSettings:
     # (it reconnects whenever a response does not allow keep-alive)
     connection_close: bool = False
     n: int | None = None      # the database suite's rows per request, for its scripts
+    mix: str | None = None    # the mixed test's weights (bench.core.mix.Mix.script_arg)
 
     def __post_init__(self) -> None:
         if self.threads < 1:
@@ -76,6 +79,8 @@ class LoadSettings:
             # wrk itself refuses this ("number of connections must be >= threads")
             raise ValueError(f"connections ({self.connections}) must be >= threads ({self.threads})")
         check_window(self.duration_s, self.timeout_s, self.token)
+        if self.mix is not None and not self.mix.strip():
+            raise ValueError("mix must name at least one endpoint")
 
     @property
     def open_connections(self) -> int:
@@ -119,7 +124,7 @@ def _whole_seconds(value: float) -> int:
 def wrk_command(test: str, base_url: str, settings: LoadSettings,
                 duration_s: float | None = None) -> list[str]:
     """argv for one wrk run: wrk -t -c -d --timeout --latency -s <script> <url> -- <token>
-    <seed> [n=N].
+    <seed> [n=N] [mix=M].
 
     `duration_s` defaults to settings.duration_s (pass e.g. a warm-up duration);
     durations and the timeout are rounded up to whole seconds, as wrk requires.
@@ -127,6 +132,8 @@ def wrk_command(test: str, base_url: str, settings: LoadSettings,
     if not base_url.startswith(("http://", "https://")):
         raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
     duration = settings.duration_s if duration_s is None else duration_s
+    if test == "mixed" and settings.mix is None:
+        raise ValueError("the mixed test needs a mix (LoadSettings.mix)")
     if not duration > 0:
         raise ValueError(f"duration_s must be > 0, got {duration}")
     return [
@@ -141,6 +148,7 @@ def wrk_command(test: str, base_url: str, settings: LoadSettings,
         base_url.rstrip("/"),
         "--", settings.token, str(int(settings.seed)),
         *([] if settings.n is None else [f"n={int(settings.n)}"]),
+        *([] if settings.mix is None else [f"mix={settings.mix}"]),
     ]
 
 
@@ -257,6 +265,7 @@ def _normalise(data: dict, connections: int | None = None) -> dict:
         v = _num(raw_latency.get(k), f"latency_us.{k}")
         latency_ms[k] = None if (v is None or requests == 0) else v / 1000.0
     hist, why = latency_histogram(data.get("latency_counts"))
+    endpoints = _endpoints(data.get("endpoints"))
     out = {
         "requests": requests,
         "sent": sent,
@@ -271,7 +280,23 @@ def _normalise(data: dict, connections: int | None = None) -> dict:
     }
     if why:
         out["latency_histogram_error"] = why
+    if endpoints is not None:
+        out["endpoints"] = endpoints
     return out
+
+
+def _endpoints(counts) -> dict | None:
+    """{key: {"sent": requests handed to wrk}} of a script whose builder names its
+    endpoint (mixed.lua); None for the others. wrk cannot time a request by endpoint (its
+    Lua sees no response without response(), which would cost the client a Lua call per
+    answer, and no clock), so each endpoint's latency is left to k6. The count includes
+    the one request wrk builds to check the script and never sends (WRK_VERIFY_CALLS)."""
+    if counts is None:
+        return None
+    if not isinstance(counts, dict):
+        raise LoadError(f"WRK_JSON's endpoints is not a map: {counts!r:.80}")
+    return {str(key): {"sent": int(_num(count, f"endpoints.{key}") or 0)}
+            for key, count in sorted(counts.items())}
 
 
 def parse_wrk_output(stdout: str, stderr: str = "", connections: int | None = None) -> dict:
@@ -336,7 +361,8 @@ class Wrk:
         return LoadSettings(threads=request.threads, connections=request.connections,
                             duration_s=request.duration_s, timeout_s=request.timeout_s,
                             seed=request.seed, token=request.token,
-                            connection_close=request.connection_close, n=request.n)
+                            connection_close=request.connection_close, n=request.n,
+                            mix=request.mix)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

@@ -16,7 +16,7 @@ from bench.analysis.statistics import Spread
 from bench.core import suite
 from bench.core.conformance import cell as conformance_cell, endpoint, failed_checks
 from bench.core.protocols import HTTP2
-from bench.core.settings import ALL_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
+from bench.core.settings import KNOWN_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
     NO_DB_TESTS, format_cpu_list
 
 CONTRACT_COLUMNS = ["test_name", "webserver_name", "database", "orm", "req/sec",
@@ -161,10 +161,10 @@ def conformance_of(doc: dict, case: dict, proxy: str) -> dict | None:
 
 
 def _table_order(item) -> tuple:
-    """The tests in ALL_TESTS' order (the contract's four, then the suite), n ascending,
+    """The tests in KNOWN_TESTS' order (the contract's four, the suite, mixed), n ascending,
     then connections, mode, and direct before a proxy."""
     (test, n, connections, mode, proxy, generator), _ = item
-    return (ALL_TESTS.index(test), n or 0, connections, mode, proxy != "none", proxy,
+    return (KNOWN_TESTS.index(test), n or 0, connections, mode, proxy != "none", proxy,
             generator != "wrk", generator)
 
 
@@ -174,7 +174,7 @@ def is_reference(doc: dict, server: str) -> bool:
 
 def build_tables(doc: dict) -> list[Table]:
     """One table per test, suite level n and set of closed-loop load parameters
-    (connections, connection mode, proxy), in ALL_TESTS' order, n ascending. A reference
+    (connections, connection mode, proxy), in KNOWN_TESTS' order, n ascending. A reference
     server's row is the ceiling of its table: every row says what fraction of it it
     reached, and rows behind a proxy are measured against the direct ceiling at the same
     connections and mode."""

@@ -12,6 +12,7 @@ from typing import Callable
 
 from bench import load
 from bench.core.context import RunContext
+from bench.core.mix import MIX_TEST
 from bench.core.protocols import HTTP2
 from bench.core.plan import LoadParams, Sample
 from bench.infra import db
@@ -34,7 +35,7 @@ SAMPLE_SEED_STRIDE = 7919
 
 # tests whose request writes: one more before the window would change the rows the
 # update checks count, so their start-up is taken to /ping/ only
-WRITES = ("update user", "updates")
+WRITES = ("update user", "updates", "mixed")
 
 
 def first_request(test: str, n: int | None, seed: int,
@@ -86,7 +87,7 @@ class Measurer:
                            timeout_s=p.timeout, seed=seed, token=p.token,
                            connection_close=params.connection_mode == "close", rate=rate,
                            n=n, iterations=iterations, protocol=params.protocol,
-                           streams=params.streams)
+                           streams=params.streams, mix=p.mix if test == MIX_TEST else None)
 
     def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,
              name: str | None = None):

@@ -14,6 +14,7 @@ from typing import Callable
 
 from bench.analysis import judge, statistics
 from bench.core import protocols
+from bench.core.mix import MIX_TEST, summary_problem
 from bench.core.plan import Case, Sample, databases_needed, schedule
 from bench.core.settings import NO_PROXY, closed_loop_generators, open_model_generators, \
     parse_rate
@@ -425,6 +426,10 @@ class Run:
             record.checks.update(updates.figures)
             if updates.invalid:
                 record.mark_invalid(updates.invalid)
+        if sample.case.test == MIX_TEST and verdict.valid:
+            unmixed = summary_problem(self.settings.active_mix, m.result.summary)
+            if unmixed:
+                record.mark_invalid(unmixed)
 
     def _verify(self, variant, endpoint, log_path, overhead_s: dict) -> None:
         """Verify a variant in a start of its own (its log beside the sample's), before
@@ -433,7 +438,7 @@ class Run:
         with verified_server(variant, self.context.launch, endpoint,
                              log_path.with_name(log_path.stem.split("#")[0] + "#verify.log"),
                              token=self.settings.token, suite=self.settings.with_suite,
-                             overhead_s=started, settle_db=self._settler(endpoint),
+                             mix=self.settings.active_mix, overhead_s=started, settle_db=self._settler(endpoint),
                              on_phase=self.display.phase, host=self.server_host,
                              # the reference (ceiling) is only ever measured directly
                              proxies={} if variant.server.reference else self.proxies,

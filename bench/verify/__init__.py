@@ -17,12 +17,13 @@ def exempt(report, exemptions: dict) -> None:
             check.detail = f"exempt ({exemptions[check.name]}): {check.detail}"
 
 
-def verifier(token: str, suite: bool = False, relay=None) -> Callable:
+def verifier(token: str, suite: bool = False, relay=None, mix=None) -> Callable:
     """A check for `running_server`: verify the started server, one report. `suite`: the
     database suite's checks too, for a server that declares it (a run verifies what it
     will measure: the suite's checks only when a suite test is selected). `relay`: the
     pipelining relay the server reaches its database through (`verified_server`); the
-    harness's own statements go to the database directly."""
+    harness's own statements go to the database directly. `mix` (bench.core.mix.Mix):
+    the mixed test's counted burst too, for a variant with a database."""
     from bench.verify.connections import check_connections
     from bench.verify.contract import guarded, verify_server
     from bench.verify.workers import check_workers
@@ -48,6 +49,11 @@ def verifier(token: str, suite: bool = False, relay=None) -> Callable:
                 server.base_url, token=token, endpoint=endpoint,
                 declaration=declaration, processes=server.budget.processes, report=report)
             report.checks.append(pipelining_check(relay, declaration, report))
+        if mix is not None and endpoint is not None:
+            from bench.verify.mix_counts import CHECK, check_mix
+            report.checks += guarded(CHECK, lambda: check_mix(
+                server.base_url, token=token, endpoint=endpoint, mix=mix, orm=v.orm,
+                declaration=declaration, report=report))
         exempt(report, v.server.exemptions)
         if server.endpoint is not None:
             def connections():
@@ -106,7 +112,7 @@ def check_behind(running, proxies: dict, settings, token: str, host, log_path) -
 
 @contextmanager
 def verified_server(variant, settings, endpoint, log_path, *, token: str, suite: bool,
-                    host=None, proxies: dict | None = None, protocols: tuple = (),
+                    mix=None, host=None, proxies: dict | None = None, protocols: tuple = (),
                     edge=None, tls=None, h2spec_seen: dict | None = None, **kwargs):
     """A server started and verified, for verification only (a run measures in a start
     of its own, so that what verification sends never warms what is measured). With the
@@ -137,7 +143,7 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
             on_host(tls, host) if tls is not None else None)
         running = stack.enter_context(running_server(
             variant, settings, relay.endpoint if relay else endpoint, log_path,
-            verifier=verifier(token, suite, relay), host=host, listeners=listeners,
+            verifier=verifier(token, suite, relay, mix), host=host, listeners=listeners,
             **kwargs))
         if proxies and running.verification is not None:
             check_behind(running, proxies, settings, token, host, log_path)

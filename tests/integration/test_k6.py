@@ -1,5 +1,7 @@
 """Real k6 v1.8.1 against a real server (servers/nginx, the ceiling: no build, no
-database), closed loop and open model, through the Generator seam as a run calls it.
+database), closed loop and open model, through the Generator seam as a run calls it; the
+`mixed` test against a small counting server of this module's (the contract's paths with
+no database behind them: it only says which endpoint each request was).
 
 Runs servers and puts load on them: run under the shared lock,
     flock /tmp/webbench-load.lock .venv/bin/python -m pytest tests/integration/test_k6.py
@@ -20,6 +22,8 @@ from bench.infra.server import log_tail
 from bench.load import for_request, k6
 from bench.load.generator import LoadRequest
 from tests.conftest import TEST_SERVER_PORT
+from tests.fixtures import mix_server
+from tests.fixtures.mix_server import MIX, TOKEN, WEIGHTS
 
 # `make test-all` only: every load generator besides wrk
 pytestmark = [pytest.mark.integration, pytest.mark.full]
@@ -27,10 +31,14 @@ SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 
 
 @pytest.fixture(scope="module")
-def server_url(tmp_path_factory):
+def k6_installed():
     failure = install("k6")   # built on first use, as a run does (bench.setup.install)
     assert failure is None, failure
     k6.require_k6()       # a missing or too-old k6 fails here, with the install hint
+
+
+@pytest.fixture(scope="module")
+def server_url(k6_installed, tmp_path_factory):
     logs = tmp_path_factory.mktemp("k6")
     with running_server(Variant(manifest.discover()["nginx"], "none", False), SETTINGS,
                         None, logs / "nginx.log") as running:
@@ -104,3 +112,35 @@ def test_iterations_through_the_seam_send_exactly_that_many_requests(server_url)
     assert s["requests"] == s["sent"] == 2_000 and s["errors"]["total"] == 0, s["errors"]
     assert s["duration_s"] < 30.0      # ended by the count, not the cap
     assert "BENCH_ITERATIONS=2000" in result.command and "BENCH_VUS=16" in result.command
+
+
+# ----------------------------------------------------------------- the mixed test
+
+@pytest.fixture
+def counting_server(k6_installed):
+    with mix_server.counting_server() as served:
+        yield served
+
+
+def test_mixed_draws_each_endpoint_by_its_weight_and_reports_it(counting_server):
+    url, seen = counting_server
+    request = LoadRequest("mixed", url, connections=4, threads=1, duration_s=3.0,
+                          timeout_s=5.0, seed=3, token=TOKEN, mix=MIX)
+    result = for_request(request, closed_loop="k6").run(request)
+    s = result.summary
+    assert result.exit_code == 0 and s["errors"]["total"] == 0, (s["errors"],
+                                                                 result.stderr_tail)
+    endpoints = s["endpoints"]
+    sent = {key: e["sent"] for key, e in endpoints.items()}
+    # every request was the drawn endpoint's, as its own script builds it, and k6 tagged
+    # each with that endpoint
+    assert dict(seen) == sent
+    total = sum(sent.values())
+    assert total == s["sent"] > 1000
+    assert mix_server.share_problem(sent) is None
+    for key, e in endpoints.items():
+        latency = e["latency_ms"]
+        assert latency["stdev"] is None and latency["mean"] > 0, (key, latency)
+        order = [latency[k] for k in ("min", "p50", "p75", "p90", "p99", "p99_9", "max")]
+        assert order == sorted(order) and order[0] > 0, (key, latency)
+    assert "BENCH_MIX=" + MIX in result.command

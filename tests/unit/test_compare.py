@@ -404,3 +404,16 @@ def test_a_server_that_starts_slower_or_holds_more_memory_is_worse_at_the_same_r
     # a looser threshold, as the flags give it, lets the same change pass
     loose = compare.compare(base, cand, start_threshold=0.7, memory_threshold=0.4)
     assert by_server(loose)["a"].verdict == "unchanged"
+
+
+def test_a_mixed_case_under_another_profile_is_not_comparable():
+    base, cand = doc_with(BASE, "r1"), doc_with({**BASE, "a": (800, 808, 792, 804, 796)}, "r2")
+    for doc, identity in ((base, "small-api@aaaaaaaaaaaa"), (cand, "small-api@bbbbbbbbbbbb")):
+        for case in doc["cases"]:
+            case["key"]["mix"] = identity
+    row = by_server(compare.compare(base, cand))["a"]
+    assert row.verdict == "not comparable" and "another mix: small-api@aaaaaaaaaaaa in the " \
+        "baseline, small-api@bbbbbbbbbbbb in the candidate" == row.reason
+    for case in cand["cases"]:
+        case["key"]["mix"] = "small-api@aaaaaaaaaaaa"
+    assert by_server(compare.compare(base, cand))["a"].verdict == "slower"

@@ -165,3 +165,13 @@ def test_history_command_follows_the_figure_it_is_asked_for(tmp_path, capsys):
     row = next(line for line in out.splitlines() if "get user" in line)
     assert 380 < float(row.split("|")[6]) < 420 and " at 20260107T000000Z-box" in row
     assert [p.name for p in charts.iterdir()] == ["a_postgres_raw_get_user_c64.png"]
+
+
+def test_a_mixed_case_under_another_profile_starts_another_series():
+    docs = nightly_docs([1000.0] * 6 + [700.0] * 6)
+    for night, doc in enumerate(docs):
+        doc["cases"][0]["key"]["mix"] = "small-api@aaaaaaaaaaaa" if night < 6 else "heavy@bbbbbbbbbbbb"
+    first, second = [s for s in history.build(docs) if s.test == "get user"]
+    assert (len(first.points), len(second.points)) == (6, 6)
+    assert first.key_id.endswith(" small-api@aaaaaaaaaaaa") and second.key_id.endswith(" heavy@bbbbbbbbbbbb")
+    assert first.change_points == second.change_points == []     # no step across profiles

@@ -151,7 +151,9 @@ def test_closed_and_open_commands():
 
 
 def test_every_test_has_a_script_like_wrks():
-    assert set(k6.TEST_SCRIPTS) == set(wrk.TEST_SCRIPTS)
+    # `mixed` whether or not wrk.py has it yet
+    assert set(k6.TEST_SCRIPTS) == set(wrk.TEST_SCRIPTS) | {"mixed"}
+    assert k6.script_for("mixed") == k6.SCRIPTS_DIR / "mixed.js"
     for script in k6.TEST_SCRIPTS.values():
         text = (ROOT / "k6_scripts" / script).read_text()
         assert "export default t.iteration" in text and "handleSummary" in text, script
@@ -293,3 +295,90 @@ def test_answers_over_another_protocol_are_an_error_of_the_sample():
         "k6: 12 of its answers came over another protocol than HTTP/1.1"
     script = (ROOT / "k6_scripts" / "common.js").read_text()
     assert "res.proto !== 'HTTP/1.1'" in script and "bench_other_protocol" in script
+
+
+# ----------------------------------------------------------------- the mixed test
+
+MIX = "get_user:60,update_user:15,queries.5:10,fortunes:10,to_json:5"
+
+
+def k6_json(metrics: dict, duration_ms: float = 2000.0) -> str:
+    """A K6_JSON line of k6's shape (tests/fixtures/k6/*.txt) with these metrics."""
+    return k6.JSON_MARKER + json.dumps({"metrics": metrics, "state": {
+        "testRunDurationMs": duration_ms, "isStdOutTTY": False, "isStdErrTTY": False}})
+
+
+def trend(count: int, base: float) -> dict:
+    """A http_req_duration trend's values as common.js's summaryTrendStats has them."""
+    return {"type": "trend", "contains": "time", "values": {
+        "min": base, "avg": base * 2, "max": base * 9, "med": base * 2, "p(50)": base * 2,
+        "p(75)": base * 3, "p(90)": base * 4, "p(99)": base * 6, "p(99.9)": base * 8,
+        "count": count}}
+
+
+def counter(count: int) -> dict:
+    return {"type": "counter", "contains": "default",
+            "values": {"count": count, "rate": count / 2.0}}
+
+
+def test_a_mixed_command_carries_the_mix():
+    argv = k6.k6_command("mixed", BASE, k6.K6Settings(4, 2.0, mix=MIX))
+    env = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-e")
+    assert env["BENCH_MIX"] == MIX
+    assert argv[-1].endswith("k6_scripts/mixed.js")
+
+
+def test_a_mixed_run_without_a_mix_or_with_a_malformed_one_is_refused():
+    with pytest.raises(ValueError, match="mixed test needs a mix"):
+        k6.k6_command("mixed", BASE, k6.K6Settings(4, 2.0))
+    for bad in ("", "get_user", "get_user:0", "get_user:-1", "get user:5", "get_user:60,",
+                "queries.:5", "get_user:1,get_user:2"):
+        with pytest.raises(ValueError, match="mix"):
+            k6.K6Settings(4, 2.0, mix=bad)
+
+
+def test_the_mix_reaches_k6s_settings_from_the_request():
+    request = LoadRequest("mixed", BASE, 16, 2, 1.0, 5.0, 1, "t", mix=MIX)
+    assert k6.K6_GENERATOR.settings(request).mix == MIX
+
+
+def test_endpoints_are_the_tagged_submetrics_of_each_key():
+    """k6 keys a tagged submetric `name{tag:value}` (the thresholds mixed.js sets make
+    them). An endpoint that got no request has, in k6 v1.8.1, its submetrics with count 0
+    and every trend value 0 (fortunes here); one k6 left out (to_json) is read the same:
+    sent 0, no latency."""
+    metrics = {"http_reqs": counter(1000), "http_req_duration": trend(1000, 1.0)}
+    for key, sent, base in (("get_user", 600, 1.0), ("update_user", 250, 2.0),
+                            ("queries.5", 150, 3.0), ("fortunes", 0, 0.0)):
+        metrics[f"http_reqs{{endpoint:{key}}}"] = counter(sent)
+        metrics[f"http_req_duration{{endpoint:{key}}}"] = trend(sent, base)
+    s = k6.parse_k6_output(k6_json(metrics), settings=k6.K6Settings(4, 2.0, mix=MIX))
+    assert list(s["endpoints"]) == ["get_user", "update_user", "queries.5", "fortunes",
+                                    "to_json"]
+    assert s["endpoints"]["update_user"] == {"sent": 250, "latency_ms": {
+        "min": 2.0, "mean": 4.0, "stdev": None, "max": 18.0, "p50": 4.0, "p75": 6.0,
+        "p90": 8.0, "p99": 12.0, "p99_9": 16.0}}
+    for key in ("fortunes", "to_json"):
+        assert s["endpoints"][key] == {"sent": 0, "latency_ms": dict.fromkeys(
+            wrk.LATENCY_KEYS)}, key
+    assert list(s["endpoints"]["get_user"]["latency_ms"]) == list(s["latency_ms"])
+    assert sum(e["sent"] for e in s["endpoints"].values()) == s["sent"] == 1000
+    # a run without a mix has no endpoints
+    assert "endpoints" not in k6.parse_k6_output(k6_json(metrics),
+                                                 settings=k6.K6Settings(4, 2.0))
+
+
+def test_the_parser_reads_the_submetrics_mixed_js_asks_k6_for():
+    script = (ROOT / "k6_scripts" / "mixed.js").read_text()
+    assert "`http_req_duration{endpoint:${e.key}}`" in script
+    assert "`http_reqs{endpoint:${e.key}}`" in script
+    assert "tags: { endpoint: tag }" in (ROOT / "k6_scripts" / "common.js").read_text()
+
+
+def test_common_js_builds_every_test_a_mix_may_draw():
+    from bench.core.mix import MIX_TESTS
+    text = (ROOT / "k6_scripts" / "common.js").read_text()
+    block = text[text.index("export const REQUESTS = {"):]
+    block = block[:block.index("\n};")]
+    keys = set(re.findall(r"^  (\w+): \{", block, re.M))
+    assert keys == {test.replace(" ", "_") for test in MIX_TESTS}

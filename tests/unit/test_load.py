@@ -176,14 +176,28 @@ def read(name: str) -> str:
 # --------------------------------------------------------------------------- settings / argv
 
 def test_script_for_every_contract_test():
-    from bench.core.settings import ALL_TESTS
-    assert set(load.TEST_SCRIPTS) == set(ALL_TESTS)
+    from bench.core.settings import KNOWN_TESTS
+    assert set(load.TEST_SCRIPTS) == set(KNOWN_TESTS)
     for test in load.TEST_SCRIPTS:
         path = load.script_for(test)
         assert path.is_absolute() and path.is_file(), path
     assert (load.SCRIPTS_DIR / "common.lua").is_file()
     with pytest.raises(ValueError, match="unknown test"):
         load.script_for("get_user")
+
+
+def test_the_mixed_script_gets_its_mix_and_reports_each_endpoint():
+    s = LoadSettings(threads=1, connections=1, duration_s=1, mix="get_user:3,queries.5:1")
+    argv = load.wrk_command("mixed", "http://h:1", s)
+    assert argv[-1] == "mix=get_user:3,queries.5:1" and argv[-6].endswith("mixed.lua")
+    with pytest.raises(ValueError, match="needs a mix"):
+        load.wrk_command("mixed", "http://h:1", LoadSettings(threads=1, connections=1,
+                                                             duration_s=1))
+    line = ('WRK_JSON {"requests": 4, "duration_us": 1000000, "bytes": 10, "errors": {}, '
+            '"latency_us": {}, "endpoints": {"queries.5": 1, "get_user": 4}}')
+    assert load.parse_wrk_output(line)["endpoints"] == {"get_user": {"sent": 4},
+                                                       "queries.5": {"sent": 1}}
+    assert "endpoints" not in load.parse_wrk_output(line.replace(', "endpoints"', ', "x"'))
 
 
 def test_wrk_command_argv():

@@ -163,8 +163,9 @@ def test_param_urls_match_the_wrk_scripts(test, endpoint):
     assert oha.url_regex(test, BASE) == (
         f"{BASE}/{endpoint}/\\?param1=[a-zA-Z0-9]{{4,12}}&param2=[a-zA-Z0-9]{{4,12}}"
         f"&param3=[a-zA-Z0-9]{{4,12}}")
-    lua = (ROOT / "wrk_scripts" / f"{endpoint}.lua").read_text()
-    assert "random_alnum(4, 12)" in lua and f"/{endpoint}/?param1=" in lua
+    lua = (ROOT / "wrk_scripts" / "requests.lua").read_text()
+    assert f"R.{endpoint}(c) return params(c, \"/{endpoint}/\")" in lua
+    assert "random_alnum(4, 12)" in lua and '"?param1="' in lua
 
 
 def test_base_url_regex_metacharacters_are_literal_but_dots_are_left_to_oha():
@@ -217,7 +218,7 @@ def test_id_regex_is_exactly_uniform_over_the_table():
 
 def test_get_user_url_is_the_lua_path():
     assert oha.url_regex("get user", BASE + "/") == f"{BASE}/user/{oha.id_regex()}"
-    assert "math.random(1, 10000)" in (ROOT / "wrk_scripts" / "get_user.lua").read_text()
+    assert '"/user/" .. math.random(1, 10000) .. "/"' in (ROOT / "wrk_scripts" / "requests.lua").read_text()
 
 
 # --------------------------------------------------------------------------- bodies
