@@ -44,6 +44,10 @@ class Footprint:
     # median of the samples' means and the highest reading (None: not measured)
     socket_mean_mb: float | None = None
     socket_peak_mb: float | None = None
+    # the run's build: seconds from nothing cached (--cold-build; None: not asked) and
+    # the run's own build (warm after a cold one; usually an up-to-date check)
+    build_cold_s: float | None = None
+    build_warm_s: float | None = None
 
 
 def spread(values: list[float]) -> Spread | None:
@@ -94,6 +98,8 @@ def case_footprint(case: dict, build: dict | None = None) -> Footprint | None:
                                    for c in caps], ("anon", "file", "sock", "kernel")),
         cap_kind=caps[0]["kind"] if caps else None,
         artefact_mb=(build or {}).get("size_mb"),
+        build_cold_s=(build or {}).get("cold_seconds"),
+        build_warm_s=(build or {}).get("seconds") if (build or {}).get("ok") else None,
         start_to_first_answer_s=spread([(s.get("overhead_s") or {}).get("start_to_first_answer")
                                         for s in ok]),
         start_to_ping_s=ping,

@@ -42,6 +42,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_load(run)
     arguments.add_modes(run)
     arguments.add_server_settings(run)
+    arguments.add_cold_build(run)
     arguments.add_databases(run)
     arguments.add_hosts(run)
 
@@ -59,6 +60,7 @@ def parser() -> argparse.ArgumentParser:
                        help="the proxies (folders under proxies/) to build too; default: every "
                             "one with a build step (e.g. traefik), none when --servers is given")
     build.add_argument("--servers-dir", action="append", type=Path, default=[])
+    arguments.add_cold_build(build)
     arguments.add_hosts(build)
 
     serve = sub.add_parser("serve", help="start one server against a restored database, in "

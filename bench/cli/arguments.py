@@ -78,6 +78,14 @@ def add_server_settings(p: argparse.ArgumentParser) -> None:
     g.add_argument("--token", default=d.token, help="API token (default: %(default)s)")
 
 
+def add_cold_build(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cold-build", action="store_true", default=None,
+                   help="build each server first from nothing cached, as a fresh machine "
+                        "would (a copy of servers/, an empty cache, the toolchains' caches "
+                        "empty: downloads included), and record its seconds beside the "
+                        "warm build's (bench/infra/cold.py); on this machine only")
+
+
 def add_databases(p: argparse.ArgumentParser) -> None:
     d = Settings()
     g = p.add_argument_group("databases")

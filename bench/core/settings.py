@@ -187,6 +187,8 @@ class Settings:
     proxy_memory: str | None = None
     # the mixed test's profile file (bench.core.mix); None: mixes/small-api.toml
     mix: str | None = None
+    # each server built from nothing cached first (bench.infra.cold), its seconds recorded
+    cold_build: bool = False
     # open-model points: "50%" of the case's measured maximum req/s, or absolute req/s
     rates: tuple[str, ...] = ()
     # the load generators (--generator): each runs the models it can (wrk the closed
@@ -329,7 +331,7 @@ class Settings:
         # protocol flags, --server-memory and --mix record nothing: a run's settings stay
         # what every run before them recorded
         for name in ("generators", "iterations", "protocols", "streams", "tls_proxy",
-                     "server_memory", "proxy_memory", "mix"):
+                     "server_memory", "proxy_memory", "mix", "cold_build"):
             if getattr(self, name) == getattr(Settings, name):
                 del d[name]
         return d

@@ -11,7 +11,7 @@ from bench.report.cost import section_markdown, section_html
 HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
            "to its test's first answer ms", "to ready ms", "idle MiB", "under load MiB (mean / peak)",
            "of which own / files / shmem MiB", "socket buffers MiB (mean / peak)", "req/s per GiB", "requests per CPU-s",
-           "memory", "what runs MiB"]
+           "memory", "what runs MiB", "build s (cold / warm)"]
 # only in a run with --server-memory
 CAP_HEADER = "capped cgroup: anon / page cache / sockets / kernel MiB"
 EXPLAINED = (
@@ -39,7 +39,13 @@ EXPLAINED = (
     "has one, else the sampled /proc figures). What runs: the size of the files the "
     "server runs from, as its build recorded them (its manifest's artefacts: a binary, "
     "a jar, its own virtualenv, its folder with node_modules; each manifest's notes say "
-    "how shared code is counted); \"-\" for a server with no build of its own.")
+    "how shared code is counted); \"-\" for a server with no build of its own. Build: the "
+    "run's own build of the server (warm: its caches filled, usually an up-to-date check) "
+    "and, with --cold-build, the same build first from nothing cached (a copy of servers/, "
+    "an empty harness cache and empty toolchain caches: dependencies downloaded and "
+    "compiled anew, as on a fresh CI runner; bench/infra/cold.py); a shared workspace "
+    "(the Rust servers' Cargo workspace) is built whole for each of its servers, so each "
+    "shows the whole workspace's cold build.")
 
 
 def _ms(value: Spread | None) -> str:
@@ -65,6 +71,13 @@ def _parts(parts: dict | None, names: tuple[str, ...]) -> str:
     return " / ".join(_mb(parts.get(name)) for name in names)
 
 
+def _build(fp) -> str:
+    if fp.build_warm_s is None:
+        return "-"
+    cold = "-" if fp.build_cold_s is None else f"{fp.build_cold_s:,.1f}"
+    return f"{cold} / {fp.build_warm_s:,.1f}"
+
+
 def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
     """(headers, rows): the cap's column only when some case ran capped."""
     rows, capped = [], []
@@ -87,7 +100,7 @@ def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
                      "-" if fp.socket_peak_mb is None else
                      f"{fp.socket_mean_mb:,.2f} / {fp.socket_peak_mb:,.2f}",
                      _num(fp.requests_per_sec_per_gib), _num(fp.requests_per_cpu_s),
-                     fp.memory_kind or "-", _mb(fp.artefact_mb)])
+                     fp.memory_kind or "-", _mb(fp.artefact_mb), _build(fp)])
         capped.append(_parts(fp.cap_split_mb, ("anon", "file", "sock", "kernel")))
     if all(cell == "-" for cell in capped):
         return HEADERS, rows

@@ -29,6 +29,7 @@ from bench.core.manifest import ServerSpec
 from bench.core.plan import Case, databases_needed
 from bench.core.settings import NO_PROXY, Settings
 from bench.infra import databases, db
+from bench.infra.cold import cold_build
 from bench.infra.hosts import Hosts
 from bench.infra.proxy import ProxySpec, build_proxy
 from bench.infra.server import ServerError, build, needs_build, template_values
@@ -248,20 +249,30 @@ class Session:
                 say.step(f"building {spec.label} (log: {log})")
                 self._built[spec.label] = built = self._build(spec, log)
                 if built.ok:
-                    say.note(f"built {spec.label} in {built.record.seconds:.1f} s")
+                    cold = built.record.cold_seconds
+                    say.note(f"built {spec.label} in {built.record.seconds:.1f} s"
+                             + (f" (from nothing cached: {cold:.1f} s)"
+                                if isinstance(cold, float) else ""))
                 else:
                     say.error(built.record.error)
             yield spec.label, self._built[spec.label]
 
     def _build(self, spec: ServerSpec | ProxySpec, log: Path) -> BuildOutcome:
+        cold = None
         try:
             if isinstance(spec, ProxySpec):
                 seconds = build_proxy(spec, log, host=self.host("server"))
             else:
+                if self.settings.cold_build and self.host("server").remote:
+                    self.display.note(f"no cold build of {spec.label}: --cold-build builds "
+                                      f"on this machine only, and the server's is another")
+                elif self.settings.cold_build:   # first, from nothing (bench.infra.cold)
+                    cold = cold_build(spec, lambda s, h: build(s, self.launch, log, host=h),
+                                      log)
                 seconds = build(spec, self.launch, log, host=self.host("server"))
         except ServerError as exc:
             return BuildOutcome(BuildRecord.failed(str(exc)), reason=exc.reason)
-        return BuildOutcome(BuildRecord.succeeded(seconds, self._artefact_sizes(spec)))
+        return BuildOutcome(BuildRecord.succeeded(seconds, self._artefact_sizes(spec), cold))
 
     def _artefact_sizes(self, spec: ServerSpec | ProxySpec) -> dict | None:
         """MiB of each of what the server runs (its manifest's `artefacts`), on the host

@@ -86,14 +86,20 @@ class BuildRecord(Record):
     # their sum
     artefacts: dict | None = optional()
     size_mb: float | None = optional()
+    # --cold-build: the same build first from nothing cached (bench.infra.cold); `seconds`
+    # is then the warm build right after it
+    cold_seconds: float | None = optional()
 
     @classmethod
-    def succeeded(cls, seconds: float, artefacts: dict | None = None) -> "BuildRecord":
+    def succeeded(cls, seconds: float, artefacts: dict | None = None,
+                  cold_seconds: float | None = None) -> "BuildRecord":
+        cold = {} if cold_seconds is None else {"cold_seconds": round(cold_seconds, 2)}
         if not artefacts:
-            return cls(ok=True, seconds=round(seconds, 2), error=None)
+            return cls(ok=True, seconds=round(seconds, 2), error=None, **cold)
         found = [v for v in artefacts.values() if v is not None]
         return cls(ok=True, seconds=round(seconds, 2), error=None, artefacts=artefacts,
-                   size_mb=round(sum(found), 2) if len(found) == len(artefacts) else None)
+                   size_mb=round(sum(found), 2) if len(found) == len(artefacts) else None,
+                   **cold)
 
     @classmethod
     def failed(cls, error: str) -> "BuildRecord":

@@ -67,9 +67,13 @@ def test_the_table_row_says_each_figure_with_its_unit():
     assert headers == footprint.HEADERS
     assert rows == [["plain", "s", "none", "raw", "5,000", "300 [250-350]", "310 [260-360]",
                      "400 [350-450]", "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "1.00 / 3.00", "34,133", "5,000", "pss",
-                     "12.5"]]
-    # a server with no build of its own (nginx) has no size
-    assert footprint.footprint_table({"cases": [doc_case]})[1][0][-1] == "-"
+                     "12.5", "- / 0.3"]]
+    # a server with no build of its own (nginx) has no size and no build time
+    assert footprint.footprint_table({"cases": [doc_case]})[1][0][-2:] == ["-", "-"]
+    # --cold-build: from nothing cached, then the warm build
+    built["s"]["cold_seconds"] = 51.62
+    assert footprint.footprint_table({"cases": [doc_case], "builds": built})[1][0][-1] == \
+        "51.6 / 0.3"
     assert footprint.footprint_markdown({"cases": []}) == []
 
 
@@ -86,4 +90,4 @@ def test_a_capped_run_adds_the_cgroups_own_account_of_the_memory():
     headers, rows = footprint.footprint_table({"cases": [capped]})
     assert headers == footprint.HEADERS + [footprint.CAP_HEADER]
     assert rows[0][-1] == "120.0 / 4.0 / 2.0 / -"
-    assert rows[0][-7] == rows[0][-6] == "-"          # no PSS parts, no socket figures
+    assert rows[0][-8] == rows[0][-7] == "-"          # no PSS parts, no socket figures
