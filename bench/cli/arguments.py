@@ -31,7 +31,8 @@ def add_selection(p: argparse.ArgumentParser) -> None:
     g.add_argument("--databases", "--db", dest="databases", type=csv_list, default=d.databases,
                    metavar="postgres,mysql", help="databases (default: %(default)s)")
     g.add_argument("--orm", choices=ORM_CHOICES, default=d.orm,
-                   help="raw driver, ORM, or both variants (default: %(default)s)")
+                   help="raw driver, ORM, or both variants; raw-else-orm: the raw variant, "
+                        "the ORM one for a server without raw (default: %(default)s)")
     g.add_argument("--tests", type=csv_list, default=None, metavar="T,T",
                    help="tests: get_user, update_user, plain, to_json (the default four), "
                         "and the database suite's queries, updates, fortunes, cached; `all` "

@@ -27,7 +27,7 @@ class Selection:
     """Which servers, databases, variants and tests a run measures."""
     servers: tuple[str, ...]             # empty = all available
     databases: tuple[str, ...]
-    orm: str                             # "both", "raw" or "orm"
+    orm: str                             # "both", "raw", "orm" or "raw-else-orm"
     tests: tuple[str, ...]
     servers_dirs: tuple[Path, ...]
     ceiling: bool

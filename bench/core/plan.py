@@ -112,7 +112,9 @@ class Sample:
     round: int             # which interleaved round it belongs to
 
 
-def _orm_wanted(orm: bool, choice: str) -> bool:
+def _orm_wanted(orm: bool, choice: str, spec: ServerSpec) -> bool:
+    if choice == "raw-else-orm":
+        return orm == (False not in spec.orm)
     return choice == "both" or (choice == "orm") == orm
 
 
@@ -190,7 +192,7 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
         # does not speak is the nginx point either way)
         own = list(dict.fromkeys(server_point(spec, p, settings.tls_proxy) for p in points))
         for database, orm in spec.variants():
-            if database in settings.databases and _orm_wanted(orm, settings.orm):
+            if database in settings.databases and _orm_wanted(orm, settings.orm, spec):
                 cases += [Case(Variant(spec, database, orm), t, p, n,
                                mixed if t == MIX_TEST else None)
                           for t in DB_TESTS if t in settings.tests

@@ -26,7 +26,9 @@ KNOWN_TESTS = ALL_TESTS + (mix.MIX_TEST,)
 # measured per database and ORM variant
 DB_TESTS = ("get user", "update user", *suite.SUITE_TESTS, mix.MIX_TEST)
 NO_DB_TESTS = ("plain", "to json")            # measured once per server, with no database
-ORM_CHOICES = ("both", "raw", "orm")
+# raw-else-orm: each server's raw variant, its ORM one where it has no raw (one variant
+# per server and engine: "every server, raw where it has it")
+ORM_CHOICES = ("both", "raw", "orm", "raw-else-orm")
 # keep-alive: one TCP connection per client connection for the whole window (wrk's
 # default); close: `Connection: close` on every request, a new TCP connection each time
 CONNECTION_MODES = ("keep-alive", "close")

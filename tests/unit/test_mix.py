@@ -155,3 +155,4 @@ def test_the_table_shows_each_endpoints_share_and_its_own_percentiles():
     case["samples"] = [sample("ok", sent)]                           # wrk: counts only
     assert mix_rows(doc)[4][-4:] == ["5 (5.0%)", "-", "-", "-"]
     assert mix_rows({"settings": {}, "cases": [case]}) == []
+

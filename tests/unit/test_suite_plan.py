@@ -119,3 +119,16 @@ def test_a_cache_that_never_filled_says_why_and_one_that_filled_says_nothing():
     assert not_filled({"full": None, "selects": None, "rounds": 10, "n": 100}) is None
     why = not_filled({"full": False, "selects": [3000, 2900], "rounds": 60, "n": 100})
     assert "2900 SELECTs in the last of 60 rounds of /cached/?n=100" in why
+
+
+def test_raw_else_orm_takes_one_variant_per_server_and_engine(tmp_path):
+    both = load_manifest(write(tmp_path, "both", ""))           # raw and ORM
+    orm_only = tmp_path / "ormonly"
+    orm_only.mkdir()
+    (orm_only / "manifest.toml").write_text(
+        (tmp_path / "both" / "manifest.toml").read_text()
+        .replace('id = "both"', 'id = "ormonly"').replace("orm = [false, true]", "orm = [true]"))
+    specs = {"both": both, "ormonly": load_manifest(orm_only)}
+    settings = Settings(tests=("get user",), databases=("postgres",), orm="raw-else-orm")
+    chosen = {(c.variant.server.id, c.variant.orm) for c in plan(settings, specs)}
+    assert chosen == {("both", False), ("ormonly", True)}
