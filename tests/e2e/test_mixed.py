@@ -11,7 +11,10 @@ from bench.core import mix
 from bench.storage import results
 from tests.e2e.test_run_bench import PORTS, only_run, run_bench
 
-pytestmark = pytest.mark.e2e
+# make test-all: the everyday tier runs these lines through the unit tests (tests/unit/
+# test_mix.py: the profile, the judgement, the table) and the integration tests (the
+# streams: test_wrk_mixed.py; the counted burst: test_verify_mix.py) (docs/testing.md)
+pytestmark = [pytest.mark.e2e, pytest.mark.full]
 SHORT = ["--repeat", "1", "--duration", "2", "--warmup", "0"]
 PROFILE = mix.load(mix.DEFAULT_PROFILE)
 
@@ -46,7 +49,6 @@ def test_a_mixed_run_sends_the_mix_and_shows_each_endpoint(tmp_path):
     assert "## mixed: each endpoint" in md and "| queries n=5 " in md
 
 
-@pytest.mark.full           # k6 is built for make test-all (docs/testing.md)
 def test_k6_times_each_endpoint_of_the_mix(tmp_path):
     doc = mixed_run(tmp_path, "wrk", "k6")
     endpoints = sample_of(doc, "k6")["summary"]["endpoints"]
