@@ -4,6 +4,9 @@ an empty harness cache and every toolchain's cache in the same throwaway folder,
 gone afterwards, even when the build fails."""
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from bench.core.manifest import load_manifest
 from bench.core.settings import Settings
 from bench.infra import cold
 from bench.infra.server import ServerError, build
+from bench.paths import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -61,3 +65,16 @@ def test_a_failed_cold_build_fails_as_the_build_does_and_leaves_nothing(tmp_path
         cold.cold_build(spec, lambda s, h: build(s, Settings(), log, host=h), log)
     assert not Path(seen.read_text().strip()).parents[1].exists()
     assert "a cold build in" in log.read_text()
+
+
+def test_the_build_command_builds_cold_then_warm_and_says_both(tmp_path):
+    seen = tmp_path / "builds.txt"
+    server(tmp_path, f"echo {{cache_dir}} >> {seen}")
+    done = subprocess.run([sys.executable, str(REPO / "run_bench.py"), "build", "--servers", "s",
+                           "--servers-dir", str(tmp_path / "servers"), "--cold-build"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"built s in \d+\.\d s \(from nothing cached: \d+\.\d s\)", done.stdout)
+    cold_cache, warm_cache = seen.read_text().split()
+    assert "webbench-cold-s-" in cold_cache and not Path(cold_cache).exists()
+    assert "webbench-cold" not in warm_cache                 # then the harness's own cache
