@@ -11,7 +11,7 @@ from bench.report.cost import section_markdown, section_html
 HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
            "to its test's first answer ms", "to ready ms", "idle MiB", "under load MiB (mean / peak)",
            "of which own / files / shmem MiB", "socket buffers MiB (mean / peak)", "req/s per GiB", "requests per CPU-s",
-           "memory", "what runs MiB", "build s (cold / warm)"]
+           "memory", "what runs MiB", "build s (cold / the run's)"]
 # only in a run with --server-memory
 CAP_HEADER = "capped cgroup: anon / page cache / sockets / kernel MiB"
 EXPLAINED = (
@@ -40,8 +40,8 @@ EXPLAINED = (
     "server runs from, as its build recorded them (its manifest's artefacts: a binary, "
     "a jar, its own virtualenv, its folder with node_modules; each manifest's notes say "
     "how shared code is counted); \"-\" for a server with no build of its own. Build: the "
-    "run's own build of the server (warm: its caches filled, usually an up-to-date check) "
-    "and, with --cold-build, the same build first from nothing cached (a copy of servers/, "
+    "run's own build of the server (with its caches filled: usually an up-to-date check, "
+    "the whole compile the first time on a machine) and, with --cold-build, the same build first from nothing cached (a copy of servers/, "
     "an empty harness cache and empty toolchain caches: dependencies downloaded and "
     "compiled anew, as on a fresh CI runner; bench/infra/cold.py); a shared workspace "
     "(the Rust servers' Cargo workspace) is built whole for each of its servers, so each "
