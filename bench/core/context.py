@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bench.core.mix import Mix
 from bench.core.placement import parse_cpu_list, parse_memory_mb
 from bench.core.settings import RELAY_PORT_OFFSET, Settings, default_threads
 
@@ -57,14 +58,16 @@ class LoadPlan:
     unstable_cv: float
     generators: tuple[str, ...] = ("wrk",)   # --generator (bench.core.settings)
     iterations: int | None = None        # --iterations: k6's closed-loop samples
-    mix: str | None = None               # the mixed test's weights, as its scripts read them
+    # the mixed test's profile (bench.core.mix.Mix), read once: what its scripts draw
+    # from, and what each sample and the verification are held against
+    mix: Mix | None = None
 
     @classmethod
     def of(cls, s: Settings) -> "LoadPlan":
         return cls(s.duration, s.warmup, s.repeat, s.levels, s.threads, s.connection_modes,
                    s.behind, s.rates, s.knee_p99_ms, s.burst, s.timeout, s.seed, s.token,
                    s.error_threshold, s.unstable_cv, s.generators, s.iterations,
-                   s.active_mix.script_arg if s.active_mix else None)
+                   s.active_mix)
 
     def threads_for(self, connections: int) -> int:
         return self.threads if self.threads is not None else default_threads(connections)

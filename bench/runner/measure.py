@@ -87,7 +87,8 @@ class Measurer:
                            timeout_s=p.timeout, seed=seed, token=p.token,
                            connection_close=params.connection_mode == "close", rate=rate,
                            n=n, iterations=iterations, protocol=params.protocol,
-                           streams=params.streams, mix=p.mix if test == MIX_TEST else None)
+                           streams=params.streams,
+                           mix=p.mix.script_arg if p.mix and test == MIX_TEST else None)
 
     def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,
              name: str | None = None):

@@ -427,7 +427,7 @@ class Run:
             if updates.invalid:
                 record.mark_invalid(updates.invalid)
         if sample.case.test == MIX_TEST and verdict.valid:
-            unmixed = summary_problem(self.settings.active_mix, m.result.summary)
+            unmixed = summary_problem(self.context.load.mix, m.result.summary)
             if unmixed:
                 record.mark_invalid(unmixed)
 
@@ -438,7 +438,8 @@ class Run:
         with verified_server(variant, self.context.launch, endpoint,
                              log_path.with_name(log_path.stem.split("#")[0] + "#verify.log"),
                              token=self.settings.token, suite=self.settings.with_suite,
-                             mix=self.settings.active_mix, overhead_s=started, settle_db=self._settler(endpoint),
+                             mix=self.context.load.mix, overhead_s=started,
+                             settle_db=self._settler(endpoint),
                              on_phase=self.display.phase, host=self.server_host,
                              # the reference (ceiling) is only ever measured directly
                              proxies={} if variant.server.reference else self.proxies,
