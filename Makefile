@@ -85,14 +85,14 @@ tools:
 	@bash scripts/install_oha.sh && bash scripts/install_k6.sh && bash scripts/install_h2spec.sh
 
 # The harness's own virtualenv, made from the first Python >= 3.11 found
-# (scripts/find_python.sh). No server runs from it: each Python server gets a virtualenv
-# of its own from its requirements.txt when a run or a test first needs it, cached by
-# that file's content (bench/infra/envs.py), so two versions of a server's pins are
-# measured each with its own packages.
+# (scripts/find_python.sh), once per requirements.txt on this machine: .venv links to it
+# in the harness cache (scripts/make_venv.sh), so a fresh clone does not install it again.
+# No server runs from it: each Python server gets a virtualenv of its own from its
+# requirements.txt when a run or a test first needs it, cached by that file's content
+# (bench/infra/envs.py), so two versions of a server's pins are measured each with its
+# own packages.
 $(VENV)/.installed: requirements.txt
-	python=$$(bash scripts/find_python.sh) || { echo "no Python >= 3.11: run make setup" >&2; exit 1; }; \
-	  "$$python" -m venv $(VENV)
-	$(PYTHON) -m pip install -q --disable-pip-version-check -r requirements.txt
+	bash scripts/make_venv.sh
 	touch $@
 
 # Runs each available server's build step (e.g. cargo build --release) now rather than at
