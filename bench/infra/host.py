@@ -73,9 +73,11 @@ class LocalHost:
             start = time.monotonic()
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                     stdout=out, stderr=err, start_new_session=True)
-            state.group_started(proc.pid, argv)
             timed_out = False
             try:
+                # inside the try: a Ctrl-C or SIGTERM while the state file is written
+                # (a busy disk) must stop the process too, not leave it running
+                state.group_started(proc.pid, argv)
                 if on_start:
                     on_start(proc.pid)
                 while True:

@@ -39,7 +39,14 @@ class ProcessGroup:
               env: dict | None = None, log_path: Path | str | None = None,
               cpus: list[int] | None = None) -> "ProcessGroup":
         """argv in a new session on `host` (FileNotFoundError when it is not there)."""
-        return cls(host, host.spawn(argv, cwd=cwd, env=env, log_path=log_path, cpus=cpus), argv)
+        proc = host.spawn(argv, cwd=cwd, env=env, log_path=log_path, cpus=cpus)
+        try:
+            return cls(host, proc, argv)
+        except BaseException:
+            # a Ctrl-C or SIGTERM while the group is recorded (the state file's write on
+            # a busy disk): nobody else knows of it yet, so it is stopped here
+            host.signal_group(proc.pid, signal.SIGKILL)
+            raise
 
     @property
     def pid(self) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from bench.infra import state
 from bench.infra.host import LOCAL
 
 
@@ -56,4 +57,20 @@ def test_an_interrupted_command_takes_its_children_with_it(tmp_path):
         raise KeyboardInterrupt          # what Ctrl-C raises in the harness meanwhile
     with pytest.raises(KeyboardInterrupt):
         LOCAL.run(command(pidfile), timeout=60, on_start=interrupt)
+    assert gone(seen[0])
+
+
+def test_a_command_interrupted_while_it_is_recorded_does_not_outlive_the_harness(
+        tmp_path, monkeypatch):
+    """The signal can land between the start and the first wait: while the state file
+    records the group (seen in CI: a build's `sleep 60` outlived a SIGTERMed harness)."""
+    pidfile = tmp_path / "child.pid"
+    seen = []
+
+    def interrupted(pid, argv):
+        seen.append(started_child(pidfile))
+        raise KeyboardInterrupt("signal 15")
+    monkeypatch.setattr(state, "group_started", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        LOCAL.run(command(pidfile), timeout=60)
     assert gone(seen[0])

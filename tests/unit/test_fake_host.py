@@ -75,6 +75,21 @@ def test_a_stubborn_process_is_ended_by_sigkill_only():
     assert ("kill", proc.pid) in fake.events
 
 
+def test_a_group_interrupted_while_it_is_recorded_is_stopped_not_lost(monkeypatch):
+    """A Ctrl-C or SIGTERM can land while the group is written to the state file (a busy
+    disk): the process then belongs to nobody yet, so start() stops it itself."""
+    fake = FakeHost()
+
+    def interrupted(pid, argv):
+        raise KeyboardInterrupt("signal 15")
+    monkeypatch.setattr(state, "group_started", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ProcessGroup.start(fake, ["sleeper"])
+    assert [e[0] for e in fake.events][0] == "spawn"
+    assert ("signal_group", FIRST_PID, int(signal.SIGKILL)) in fake.events, fake.events
+    assert fake.running(list(fake.processes([FIRST_PID]).values())) == []
+
+
 def test_run_answers_from_what_the_test_set_up():
     fake = FakeHost()
     fake.on_run("wrk", lambda argv: Completed(argv, 0, "Requests/sec: 5.0\n", "", 0.5, 1.0))
