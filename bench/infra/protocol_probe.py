@@ -21,7 +21,7 @@ from bench.infra.certs import CIPHER_SUITE, TLS_VERSION
 class ProtocolError(RuntimeError):
     """The endpoint did not answer over the protocol asked, or negotiated another one.
     `wrong_protocol`: its handshake completed selecting another protocol; `bad_certificate`:
-    the certificate it presented failed verification (expired, another name, another CA).
+    the run's certificate it presented failed verification (expired, another name).
     Asking again changes neither (a listener still starting is not that): `final`."""
 
     def __init__(self, why: str, wrong_protocol: bool = False, bad_certificate: bool = False):
@@ -33,12 +33,23 @@ class ProtocolError(RuntimeError):
         return self.wrong_protocol or self.bad_certificate
 
 
+# OpenSSL's verify results for a certificate that no CA the client trusts issued:
+# X509_V_ERR_CERT_SIGNATURE_FAILURE (another CA of the same name: another run's),
+# _DEPTH_ZERO_SELF_SIGNED_CERT, _SELF_SIGNED_CERT_IN_CHAIN,
+# _UNABLE_TO_GET_ISSUER_CERT_LOCALLY, _UNABLE_TO_VERIFY_LEAF_SIGNATURE
+UNKNOWN_ISSUER = frozenset({7, 18, 19, 20, 21})
+
+
 def _certificate_refused(exc: BaseException) -> bool:
-    """Whether `exc` or what caused it is a failed certificate verification (httpx wraps
-    ssl's error in its ConnectError)."""
+    """Whether `exc` or what caused it (httpx wraps ssl's error in its ConnectError) is a
+    failed verification of the run's own certificate: expired, not yet valid, another
+    name. A certificate of another issuer is not that: a listener may serve a placeholder
+    until its configuration is loaded (Traefik's self-signed default certificate, until
+    its file provider has read the run's, seen in CI on a busy machine), so it is asked
+    again, and a listener that keeps serving one ends at the timeout with that why."""
     while exc is not None:
         if isinstance(exc, ssl.SSLCertVerificationError):
-            return True
+            return getattr(exc, "verify_code", None) not in UNKNOWN_ISSUER
         exc = exc.__cause__ or exc.__context__
     return False
 

@@ -14,6 +14,10 @@ import ssl
 import threading
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from bench.infra import certs, protocol_probe
 from bench.infra.proxy import ProxyError, available_proxies, running_proxy
@@ -191,3 +195,41 @@ def test_h2load_gives_up_on_connections_that_never_answer_within_the_request_tim
             H2LOAD.run(request)
         for conn in held:
             conn.close()
+
+
+def self_signed(folder, name: str) -> certs.Certificates:
+    """A certificate that signs itself, as a proxy's placeholder default is."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    folder.mkdir(parents=True)
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    return certs.Certificates(folder / "cert.pem", folder / "cert.pem", folder / "key.pem",
+                              (name,))
+
+
+def test_a_certificate_of_another_issuer_is_asked_again_and_the_runs_own_expired_one_is_not(
+        tmp_path):
+    """The readiness probes stop at the first handshake only when asking again cannot
+    change the answer: the run's own certificate failing verification. A certificate no
+    CA of the run issued is what a proxy serves until its configuration loads (Traefik's
+    self-signed default, seen in CI): not final, so its readiness waits on."""
+    ours = certs.make(tmp_path / "ours", ["127.0.0.1"])
+    another_runs = certs.make(tmp_path / "other", ["127.0.0.1"])   # a CA of the same name
+    placeholder = self_signed(tmp_path / "placeholder", "PLACEHOLDER DEFAULT CERT")
+    expired = certs.make(tmp_path / "expired", ["127.0.0.1"], valid_days=1,
+                         now=datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
+    for served, ca, final, why in ((placeholder, ours.ca, False, "self-signed certificate"),
+                                   (another_runs, ours.ca, False, "signature failure"),
+                                   (expired, expired.ca, True, "certificate has expired")):
+        with lenient_tls_endpoint(served) as url:
+            with pytest.raises(protocol_probe.ProtocolError, match=why) as caught:
+                protocol_probe.get(f"{url}/ping/", "h1-tls", ca=ca, timeout=5)
+        assert caught.value.final is final and caught.value.bad_certificate is final, why
