@@ -52,12 +52,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         args.output.write_text(text)
     if doc is not None:
         print(f"ab: verdicts in {outcome.run_dir}/ab.md and ab.json", file=sys.stderr)
-        if doc["status"] == "interrupted":
-            return EXIT_INTERRUPTED
-        if doc["status"] != results.COMPLETE:
+        if doc["status"] not in (results.COMPLETE, "interrupted"):
             print(f"ab: run {doc['run_id']} is {doc['status']}: {doc.get('reason')}",
                   file=sys.stderr)
-    if any(r.verdict == "broken" for r in rows):
+    return exit_status(doc["status"] if doc is not None else None, [r.verdict for r in rows])
+
+
+def exit_status(status: str | None, verdicts: list[str]) -> int:
+    """The exit status of a run in `status` (None: nothing was measured) whose cases got
+    `verdicts`: interrupted, then broken, then worse (a slower case or an incomplete run)."""
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
+    if "broken" in verdicts:
         return EXIT_BROKEN
-    incomplete = doc is not None and doc["status"] != results.COMPLETE
-    return EXIT_WORSE if incomplete or any(r.verdict == "slower" for r in rows) else 0
+    incomplete = status is not None and status != results.COMPLETE
+    return EXIT_WORSE if incomplete or "slower" in verdicts else 0

@@ -226,9 +226,9 @@ def postmaster(port: str) -> psutil.Process | None:
 
 def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_next(tmp_path):
     run = Harness("--servers", "gin", "--tests", "get_user", "--databases", "postgres",
-                  "--orm", "raw", "--repeat", "3", "--duration", "3", "--warmup", "0",
+                  "--orm", "raw", "--repeat", "2", "--duration", "3", "--warmup", "0",
                   "--no-ceiling", "--results-dir", str(tmp_path))
-    run.wait_for("[1/3] gin/postgres/raw/get_user@c64 round 1: measure")
+    run.wait_for("[1/2] gin/postgres/raw/get_user@c64 round 1: measure")
     # killed while wrk loads the first sample (--warmup 0: its wrk is the measured one)
     assert load_running(alive=lambda: run.proc.poll() is None), run.output[-3000:]
     victim = postmaster(str(E2E_PG_PORT))
@@ -237,11 +237,11 @@ def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_nex
     assert run.finish(timeout=300) == 1, run.output[-3000:]
     doc = stored(tmp_path)
     assert doc["status"] == "complete"
-    first, *rest = doc["cases"][0]["samples"]
+    first, after = doc["cases"][0]["samples"]
     assert first["status"] in ("failed", "invalid")
     assert first["reason"].startswith("the postgres database died during this sample"), first
     assert first["log_tail"]
-    assert [s["status"] for s in rest] == ["ok", "ok"], [s["reason"] for s in rest]
+    assert after["status"] == "ok", after["reason"]     # on the restarted database
     assert len(doc["databases"]["postgres"]["restarts"]) == 1
     nothing_left()
 

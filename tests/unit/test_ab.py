@@ -215,3 +215,16 @@ def test_impossible_ab_settings_are_refused():
         ab.check(Settings(repeat=5), None)
     with pytest.raises(SelectionError, match="--rate"):
         ab.check(Settings(repeat=4, rates=("50%",)), None)
+
+
+@pytest.mark.parametrize("status, verdicts, code", [
+    ("complete", ["unchanged", "faster"], 0),
+    (None, [], 0),                                   # nothing changed: nothing measured
+    ("complete", ["slower", "unchanged"], 1),
+    ("failed", ["unchanged"], 1),                    # an incomplete run is not a pass
+    ("complete", ["slower", "broken"], 3),           # broken outranks slower
+    ("interrupted", ["broken", "slower"], 130),
+])
+def test_ab_exits_with_the_gravest_outcome(status, verdicts, code):
+    from bench.cli.ab import exit_status
+    assert exit_status(status, verdicts) == code
