@@ -16,6 +16,7 @@ from pathlib import Path
 from bench.core import manifest
 from bench.core.settings import Settings
 from bench.infra.server import ServerError, build, template_values
+from bench.paths import CACHE_DIR
 from bench.setup.toolchains import unavailable
 
 
@@ -40,8 +41,11 @@ def plan(specs: list[manifest.ServerSpec]) -> list[tuple[manifest.ServerSpec, tu
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cli.unit_tests", description=__doc__)
     parser.add_argument("--servers", default="all", help="all, or a comma list ('' for none)")
-    parser.add_argument("--logs", type=Path, default=Path("/tmp"),
-                        help="where each server's build log goes (after_build)")
+    # beside `run_bench.py build`'s logs (one file per server, each build appended), not in
+    # /tmp, where a test run left files nothing owned
+    parser.add_argument("--logs", type=Path, default=CACHE_DIR,
+                        help="where each server's build log goes (after_build; default "
+                             f"{CACHE_DIR})")
     args = parser.parse_args(argv)
     specs = manifest.discover()
     wanted = sorted(specs) if args.servers.strip() == "all" else \
