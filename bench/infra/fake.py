@@ -140,7 +140,7 @@ class FakeHost:
         self._procs: dict[int, FakeProcess] = {}
         self._pids = itertools.count(FIRST_PID)
         self._lock = threading.RLock()
-        self._workdir: Path | None = None
+        self._workdir: tempfile.TemporaryDirectory | None = None
 
     # ------------------------------------------------------------ what a test sets up
     def on_run(self, program: str, answer: Callable[[list[str]], Completed]) -> None:
@@ -425,9 +425,9 @@ class FakeHost:
         path = Path(path).expanduser()
         if path.is_absolute():
             return str(path)
-        if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="webbench-fake-host-"))
-        return str(self._workdir / path)
+        if self._workdir is None:   # removed at close(), or when the host is let go
+            self._workdir = tempfile.TemporaryDirectory(prefix="webbench-fake-host-")
+        return str(Path(self._workdir.name) / path)
 
     def project_path(self, local_path: Path | str) -> str:
         return str(local_path)
@@ -467,3 +467,7 @@ class FakeHost:
             self._signal([p for p in self._procs.values() if p.returncode is None],
                          signal.SIGKILL)
             self.events.append(("close",))
+            # its folder goes with it, as a remote host's run folder is removed at the end
+            if self._workdir is not None:
+                self._workdir.cleanup()
+                self._workdir = None
