@@ -102,7 +102,14 @@ def test_an_npm_dependency_override_installs_the_asked_version_in_a_copy(tmp_pat
 
 @pytest.mark.full      # cargo rebuilds the bumped crate and links the workspace's binaries
 def test_a_rust_dependency_override_builds_a_copy_of_the_workspace_with_the_asked_crate(
-        tmp_path):
+        tmp_path, monkeypatch):
+    # The copy has a target folder of its own, so every crate compiles again: in the
+    # production profile (fat LTO, one codegen unit) that took 450-545 s of this tier's
+    # wall time, the longest test of make test-all. What is under test is which crate the
+    # copy resolves and links, not its code generation, so the copy builds unoptimised, as
+    # a user's CARGO_PROFILE_RELEASE_* would (the build command and the check below alike).
+    for key, value in (("LTO", "off"), ("CODEGEN_UNITS", "16"), ("OPT_LEVEL", "0")):
+        monkeypatch.setenv(f"CARGO_PROFILE_RELEASE_{key}", value)
     axum = manifest.discover([SERVERS_DIR])["axum"]
     lock = (SERVERS_DIR / "Cargo.lock").read_text()
     older = dataclasses.replace(axum, arm="axum=0.8.8", deps={"axum": "0.8.8"})
