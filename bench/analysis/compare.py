@@ -19,6 +19,7 @@ from math import comb
 import numpy as np
 
 from bench.analysis import comparability, noise, statistics
+from bench.analysis import instructions as counted
 from bench.core import suite
 from bench.analysis.comparability import machine_id  # noqa: F401 - the CLI's name for it
 from bench.analysis.figures import (DEFAULT_COST_THRESHOLD,  # noqa: F401
@@ -28,6 +29,8 @@ from bench.analysis.figures import (DEFAULT_COST_THRESHOLD,  # noqa: F401
                                     MEMORY, P99, RELATIVE, RPS, START, WORSE_WHEN, ok_values)
 from bench.analysis.noise import aa_threshold, calibrate  # noqa: F401 - compare's A/A side
 
+# every figure's default threshold, the counted ones (--instructions) included
+ALL_DEFAULTS = {**DEFAULTS, **counted.DEFAULT_THRESHOLDS}
 BROKEN, SLOWER, FASTER = "broken", "slower", "faster"
 UNCHANGED, NOT_COMPARABLE = "unchanged", "not comparable"
 VERDICTS = (BROKEN, SLOWER, FASTER, UNCHANGED, NOT_COMPARABLE)
@@ -56,6 +59,8 @@ class FigureChange:
         """'req/s -12.0 %', 'p99 +41.0 %', 'error rate +0.05 pp'."""
         if self.change is None:
             return f"{self.figure} -"
+        if self.figure in counted.COUNTED:      # counted, not sampled: finer steps
+            return f"{self.figure} {self.change * 100:+.2f} %"
         if RELATIVE[self.figure]:
             return f"{self.figure} {self.change * 100:+.1f} %"
         return f"{self.figure} {self.change * 100:+.2f} pp"
@@ -141,6 +146,9 @@ class Comparison:
             del d["noise_reasons"]
         if not self.dependency_changes:
             del d["dependency_changes"]
+        if not any(f.figure in counted.COUNTED for c in self.cases for f in c.figures):
+            for figure in counted.COUNTED:  # runs without counts: their JSON as it was
+                d["thresholds"].pop(figure, None)
         d["counts"] = self.counts()
         for row, case in zip(d["cases"], self.cases):
             row["moved"] = case.moved
@@ -227,6 +235,29 @@ def figure_change(figure: str, base: list[float], cand: list[float], *, threshol
     return row
 
 
+def counted_changes(base_case: dict, cand_case: dict,
+                    thresholds: dict[str, tuple[float, str]]) -> list[FigureChange]:
+    """--instructions' figures of a case counted in both runs, the same way (method, tool,
+    N, warm-up, workers): no rank test, a count does not scatter as samples do; a change
+    counts past its threshold (a calibration's A/A one, or the default) and past
+    NOISE_MULTIPLE times the spread of either run's counts (bench.analysis.instructions)."""
+    if not counted.count_of(base_case) or not counted.count_of(cand_case) \
+            or counted.comparable(base_case, cand_case):
+        return []
+    out = []
+    for figure in counted.COUNTED:
+        base, cand = counted.values(base_case, figure), counted.values(cand_case, figure)
+        if not base or not cand:
+            continue
+        threshold, source = thresholds[figure]
+        judged = counted.judge(figure, base, cand, threshold=threshold, source=source)
+        out.append(FigureChange(figure, judged.baseline, judged.candidate, judged.change,
+                                judged.candidate / judged.baseline if judged.baseline else None,
+                                None, None, judged.threshold, judged.threshold_source,
+                                direction=judged.direction, samples=judged.counts))
+    return out
+
+
 def verdict_of(figures: list[FigureChange], alpha: float = ALPHA) -> tuple[str, bool, str | None]:
     """(verdict, weak, reason) from the figures: slower when any figure is worse, faster
     when one is better and none worse, unchanged otherwise. Decisive figures decide; weak
@@ -287,6 +318,7 @@ def compare_case(base_case: dict | None, cand_case: dict | None, *,
                                threshold=threshold, threshold_source=source, alpha=alpha)
         if change is not None:
             row.figures.append(change)
+    row.figures += counted_changes(base_case, cand_case, thresholds)
     rps, p99 = row.figure(RPS), row.figure(P99)
     if rps is not None:
         row.baseline_rps, row.candidate_rps = rps.baseline, rps.candidate
@@ -304,7 +336,10 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
             calibration: dict | None = None,
             cost_threshold: float = DEFAULT_COST_THRESHOLD,
             start_threshold: float = DEFAULT_START_THRESHOLD,
-            memory_threshold: float = DEFAULT_MEMORY_THRESHOLD) -> Comparison:
+            memory_threshold: float = DEFAULT_MEMORY_THRESHOLD,
+            instructions_threshold: float = counted.DEFAULT_THRESHOLDS[counted.INSTRUCTIONS],
+            syscalls_threshold: float = counted.DEFAULT_THRESHOLDS[counted.SYSCALLS]
+            ) -> Comparison:
     """Every case of either run, in the candidate's order then the baseline's leftovers.
     `calibration`: a stored calibration (bench.storage.calibration.load); its per-case
     thresholds replace the defaults when its comparability key matches the baseline's."""
@@ -312,7 +347,9 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
     statistics.refresh(cand)
     base_key, cand_key = comparability.key(base), comparability.key(cand)
     defaults = {RPS: threshold, P99: p99_threshold, ERROR_RATE: error_threshold,
-                COST: cost_threshold, START: start_threshold, MEMORY: memory_threshold}
+                COST: cost_threshold, START: start_threshold, MEMORY: memory_threshold,
+                counted.INSTRUCTIONS: instructions_threshold,
+                counted.SYSCALLS: syscalls_threshold}
     calibrated, note = noise.usable_thresholds(calibration, base_key)
     source = (calibration or {}).get("path", "the calibration")
     result = Comparison(base["run_id"], cand["run_id"], threshold, alpha,
@@ -326,7 +363,7 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
         engine = (c or b)["database"]
         per_case = (calibrated or {}).get(case_id, {})
         thresholds = {f: (per_case[f], source) if f in per_case
-                      else (defaults[f], DEFAULT_SOURCE) for f in FIGURES}
+                      else (defaults[f], DEFAULT_SOURCE) for f in FIGURES + counted.COUNTED}
         db_reasons = ([] if engine == "none" else
                       comparability.database_differences(base_key, cand_key, engine))
         result.cases.append(compare_case(b, c, thresholds=thresholds, alpha=alpha,

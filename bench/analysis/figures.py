@@ -13,15 +13,23 @@ sample's cold start to its first /ping/, and the peak of its tree's memory under
 a dependency bump that doubles either is a regression even when req/s holds."""
 from __future__ import annotations
 
+from bench.core.counting import INSTRUCTIONS, SYSCALLS
+
 RPS, P99, ERROR_RATE, COST = "req/s", "p99", "error rate", "cost"
 START, MEMORY = "start-up", "peak memory"
 FIGURES = (RPS, P99, ERROR_RATE, COST, START, MEMORY)
 # which way is worse, and whether a change is relative (a ratio) or absolute
 WORSE_WHEN = {RPS: "lower", P99: "higher", ERROR_RATE: "higher", COST: "higher",
               START: "higher", MEMORY: "higher"}
-RELATIVE = {RPS: True, P99: True, ERROR_RATE: False, COST: True, START: True, MEMORY: True}
+RELATIVE = {RPS: True, P99: True, ERROR_RATE: False, COST: True, START: True, MEMORY: True,
+            INSTRUCTIONS: True, SYSCALLS: True}
+# --instructions' figures, counted once per case rather than measured per sample
+# (bench.analysis.instructions judges them): each is worse when higher
+COUNTED = (INSTRUCTIONS, SYSCALLS)
+WORSE_WHEN.update({figure: "higher" for figure in COUNTED})
 UNITS = {RPS: "req/s", P99: "ms", ERROR_RATE: "", COST: "server CPU-µs per request",
-         START: "s from the spawn to /ping/", MEMORY: "MiB (the server tree's PSS at its peak)"}
+         START: "s from the spawn to /ping/", MEMORY: "MiB (the server tree's PSS at its peak)",
+         INSTRUCTIONS: "instructions per request", SYSCALLS: "system calls per request"}
 
 DEFAULT_THRESHOLD = 0.05
 # p99 rests on the slowest 1 % of a sample's requests, so between A/A samples it moves

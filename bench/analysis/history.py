@@ -18,6 +18,7 @@ import statistics as pystats
 from dataclasses import dataclass, field
 
 from bench.analysis import comparability, statistics
+from bench.analysis import instructions as counted
 from bench.analysis.figures import RPS, ok_values
 from bench.core import suite
 
@@ -99,6 +100,10 @@ def _point_values(case: dict, figure: str) -> tuple[float, float | None, float |
     if figure == RPS:
         rps = case["stats"]["requests_per_sec"]
         return rps["median"], rps["ci_low"], rps["ci_high"], rps["n"]
+    if figure in counted.COUNTED:            # a run's counts (--instructions): their mean
+        values = counted.values(case, figure)
+        return (sum(values) / len(values), min(values), max(values), len(values)) \
+            if values else None
     values = ok_values(case, figure)
     if not values:
         return None
@@ -143,11 +148,14 @@ def build(docs: list[dict], *, server: str | None = None, test: str | None = Non
     previous: dict[str, tuple[str, str]] = {}
     for (case_id, kid), s in series.items():          # in order of each series' first run
         values = [p.median for p in s.points]
+        # a count's level moves by its own threshold, not req/s' noise-sized one
+        magnitude = counted.DEFAULT_THRESHOLDS.get(figure, MIN_MAGNITUDE)
         s.change_points = [ChangePoint(i, s.points[i].run_id, before, after,
                                        after / before - 1 if before else 0.0, p,
                                        comparability.dependency_changes(
                                            s.points[i - 1].versions, s.points[i].versions))
-                           for i, before, after, p in change_points(values)]
+                           for i, before, after, p in change_points(values,
+                                                                     min_magnitude=magnitude)]
         if case_id in previous:
             engines = () if s.database == "none" else (s.database,)
             s.differences = comparability.differences(keys[previous[case_id]], keys[case_id, kid],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.analysis import comparability, statistics
+from bench.analysis import instructions as counted
 from bench.analysis.figures import (COST, ERROR_RATE, FIGURES, MEMORY, P99, RELATIVE, RPS,
                                     START, ok_values)
 
@@ -82,9 +83,20 @@ def calibrate(first: dict, second: dict, floor: float | None = None) -> dict:
             thresholds.setdefault(case["id"], {})[figure] = round(value, 6)
             figures.setdefault(case["id"], {})[figure] = {
                 "first": x, "second": y, "aa_change": _aa_change(x, y, RELATIVE[figure])}
-    return {"format": FORMAT, "runs": [first["run_id"], second["run_id"]],
-            "key": comparability.key(first), "key_id": comparability.key_id(first),
-            "thresholds": thresholds, "figures": figures}
+        for figure in counted.COUNTED:          # --instructions: the counts' A/A
+            x, y = counted.values(other, figure), counted.values(case, figure)
+            if not (x and y) or counted.comparable(other, case):
+                continue
+            value = counted.aa_threshold(x, y, counted.DEFAULT_THRESHOLDS[figure])
+            thresholds.setdefault(case["id"], {})[figure] = round(value, 6)
+            figures.setdefault(case["id"], {})[figure] = {
+                "first": x, "second": y, "aa_change": _aa_change(x, y, True)}
+    found = {"format": FORMAT, "runs": [first["run_id"], second["run_id"]],
+             "key": comparability.key(first), "key_id": comparability.key_id(first),
+             "thresholds": thresholds, "figures": figures}
+    if any(counted.count_of(c) for c in second["cases"]):
+        found["instructions"] = True       # nightly's --instructions needs these thresholds
+    return found
 
 
 def usable_thresholds(stored: dict | None, base_key: dict

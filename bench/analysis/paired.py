@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from bench.analysis import instructions as counted
 from bench.analysis.compare import decide
 from bench.analysis.figures import COST, ERROR_RATE, FIGURES, MEMORY, P99, RELATIVE, RPS, \
     START, WORSE_WHEN, sample_value
@@ -66,6 +67,9 @@ class PairedCase:
     verdict: str                      # slower | faster | unchanged | broken | not comparable
     reason: str | None = None
     figures: list[PairedFigure] = field(default_factory=list)
+    # --instructions: where a counted figure that moved went, per figure ("instructions",
+    # "python", "syscalls"): the parts whose per-request figure changed most
+    where: dict[str, list[counted.Part]] = field(default_factory=dict)
 
     @property
     def moved(self) -> list[str]:
@@ -176,18 +180,52 @@ def analyse_pair(doc: dict, case_a: str, case_b: str, alpha: float = ALPHA) -> P
         values = [[(arm, v) for arm, v in block if v is not None] for block in values]
         side = {arm: [v for block in values for x, v in block if x == arm] for arm in "AB"}
         row.figures.append(judge_figure(figure, values, side["A"], side["B"], alpha))
+    _counted(row, a, b)
     worse = [f for f in row.figures if f.direction == "worse"]
     better = [f for f in row.figures if f.direction == "better"]
     row.verdict = "slower" if worse else "faster" if better else "unchanged"
     moved = worse or better
     if moved:
-        row.reason = ", ".join(f"{f.figure} {f.change:+.1%}" if RELATIVE[f.figure]
+        row.reason = ", ".join(f"{f.figure} {f.change:+.2%}" if f.figure in counted.COUNTED
+                               else f"{f.figure} {f.change:+.1%}" if RELATIVE[f.figure]
                                else f"{f.figure} {f.change:+.2%} points" for f in moved)
     weak = [f.figure for f in row.figures if f.weak]
     if weak and not moved:
         row.reason = (f"{len(per_block)} rounds: too few for the test (needs "
                       f"{ROUNDS_MIN}), so no verdict (weak)")
     return row
+
+
+def _counted(row: PairedCase, a: dict, b: dict) -> None:
+    """The counted figures (--instructions) of a pair: each version's counts (A B B A in
+    the sitting), judged against their threshold and the spread each version showed;
+    for a figure that moved, where it went (bench.analysis.instructions)."""
+    if not counted.count_of(a) or not counted.count_of(b):
+        return
+    differs = counted.comparable(a, b)
+    for figure in counted.COUNTED:
+        base, cand = counted.values(a, figure), counted.values(b, figure)
+        if not base and not cand:
+            continue
+        judged = counted.judge(figure, base, cand, threshold=counted.DEFAULT_THRESHOLDS[figure])
+        if differs:
+            judged.direction, judged.reason = None, differs
+        row.figures.append(PairedFigure(
+            figure, judged.baseline, judged.candidate, judged.change, None, None,
+            min(judged.counts), judged.spread, judged.threshold, direction=judged.direction))
+        if judged.direction is None:
+            continue
+        if figure == counted.INSTRUCTIONS:
+            row.where[figure] = counted.where(counted.parts(a, figure),
+                                              counted.parts(b, figure), judged.baseline)
+            python = counted.python_totals(a)
+            if python:
+                row.where["python"] = counted.where(counted.parts(a, figure, python=True),
+                                                    counted.parts(b, figure, python=True),
+                                                    float(np.mean(python)))
+        else:
+            row.where[figure] = counted.where(counted.parts(a, figure),
+                                              counted.parts(b, figure), judged.baseline)
 
 
 def analyse(doc: dict, alpha: float = ALPHA) -> list[PairedCase]:

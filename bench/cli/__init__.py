@@ -43,6 +43,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_modes(run)
     arguments.add_server_settings(run)
     arguments.add_cold_build(run)
+    arguments.add_instructions(run)
     arguments.add_databases(run)
     arguments.add_hosts(run)
 
@@ -100,6 +101,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_selection(cal)
     arguments.add_load(cal)
     arguments.add_modes(cal)           # the run's options, so nightly.sh can pass the same
+    arguments.add_instructions(cal)
     arguments.add_server_settings(cal)
     arguments.add_databases(cal)
     arguments.add_hosts(cal)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from bench.cli import arguments
@@ -14,6 +15,9 @@ from bench.report import ab as ab_report
 from bench.storage import results
 
 EXIT_WORSE, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_INTERRUPTED = 1, 2, 3, 130
+# --instructions in ab: two counts of each version (A B B A), so the sitting shows how
+# far one version's counts differ from each other, as its samples' A/A pairs do
+AB_COUNT_RUNS = 2
 
 
 def add_parser(sub) -> None:
@@ -31,6 +35,7 @@ def add_parser(sub) -> None:
     arguments.add_selection(p)
     arguments.add_load(p)
     arguments.add_server_settings(p)
+    arguments.add_instructions(p)
     arguments.add_databases(p)
     arguments.add_hosts(p)
     p.set_defaults(preset="ab")
@@ -42,6 +47,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.resume or args.rerun_failed:
         raise SelectionError("ab cannot --resume or --rerun-failed: start it again (the "
                              "samples it stored are kept in its run folder)")
+    if settings.instructions and getattr(args, "instructions_runs", None) is None:
+        settings = replace(settings, instructions_runs=AB_COUNT_RUNS)
     outcome = run_ab(settings, args.baseline, args.candidate, everything=args.everything,
                      hosts=arguments.hosts_from(args), display=getattr(args, "display", "auto"))
     doc, rows = outcome.doc, outcome.rows

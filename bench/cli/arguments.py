@@ -7,6 +7,7 @@ import os
 from dataclasses import fields, replace
 from pathlib import Path
 
+from bench.core.counting import COUNTERS, DEFAULT_REQUESTS
 from bench.core.settings import ALL_TESTS, ORM_CHOICES, PRESETS, RUNTIME_THREADS, \
     SelectionError, Settings, normalise_test
 from bench.core.suite import DEFAULT_N
@@ -77,6 +78,25 @@ def add_server_settings(p: argparse.ArgumentParser) -> None:
                         "(default: %(default)s)")
     g.add_argument("--port", type=int, default=d.port, help="server port (default: %(default)s)")
     g.add_argument("--token", default=d.token, help="API token (default: %(default)s)")
+
+
+def add_instructions(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("instructions per request (docs/instructions.md)")
+    g.add_argument("--instructions", action="store_true", default=None,
+                   help="also count each case's instructions and system calls per request: "
+                        "its server started under a counter (the CPU's own where the "
+                        "machine has them, else valgrind's callgrind), a warm-up, then a "
+                        "fixed, seeded sequence of N of its requests; figures the "
+                        "machine's noise does not move, judged by ab, compare and history")
+    g.add_argument("--instructions-requests", type=int, default=None, metavar="N",
+                   help=f"requests counted per case (default: {DEFAULT_REQUESTS})")
+    g.add_argument("--instructions-runs", type=int, default=None, metavar="R",
+                   help="counts of each case, each a fresh start of its server (default: 1; "
+                        "ab: 2 per version, in the order A B B A)")
+    g.add_argument("--counter", choices=COUNTERS, default=None,
+                   help="the instruction counter: perf (the CPU's counters, at full speed, "
+                        "where the machine has them), callgrind (valgrind: anywhere, with "
+                        "each function's share), auto: the first of them found (default)")
 
 
 def add_cold_build(p: argparse.ArgumentParser) -> None:

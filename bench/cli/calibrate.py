@@ -45,7 +45,7 @@ def describe(found: dict, machine: str, path) -> str:
     lines = [f"\nper-case thresholds for machine {machine} ({len(thresholds)} cases, "
              f"comparability key {found['key_id']}) in {path}:",
              f"  {'req/s':>7} {'p99':>7} {'errors':>9} {'cost':>7} {'start':>7} "
-             f"{'memory':>7}  case"]
+             f"{'memory':>7} {'instr':>7} {'calls':>7}  case"]
     order = sorted(thresholds.items(), key=lambda kv: -kv[1].get(compare.RPS, 0))
     for case_id, per_figure in order:
         def cell(figure, width, scale=100, unit="%", digits=1):
@@ -55,5 +55,7 @@ def describe(found: dict, machine: str, path) -> str:
         lines.append(f"  {cell(compare.RPS, 7)} {cell(compare.P99, 7)} "
                      f"{cell(compare.ERROR_RATE, 9, unit='pp', digits=3)} "
                      f"{cell(compare.COST, 7)} {cell(compare.START, 7)} "
-                     f"{cell(compare.MEMORY, 7)}  {case_id}")
+                     f"{cell(compare.MEMORY, 7)} "
+                     f"{cell(compare.counted.INSTRUCTIONS, 7, digits=2)} "
+                     f"{cell(compare.counted.SYSCALLS, 7, digits=2)}  {case_id}")
     return "\n".join(lines)

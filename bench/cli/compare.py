@@ -30,7 +30,11 @@ THRESHOLD_FLAGS = (
     ("--startup-threshold", compare.START, "percent",
      "change of the server's median start-up (spawn to /ping/)"),
     ("--memory-threshold", compare.MEMORY, "percent",
-     "change of the server's median peak memory under load"))
+     "change of the server's median peak memory under load"),
+    ("--instructions-threshold", compare.counted.INSTRUCTIONS, "percent",
+     "change of instructions per request (--instructions)"),
+    ("--syscalls-threshold", compare.counted.SYSCALLS, "percent",
+     "change of system calls per request (--instructions)"))
 
 
 def add_parser(sub) -> None:
@@ -43,7 +47,7 @@ def add_parser(sub) -> None:
                                            "percent (default: %(default)s; a calibration's "
                                            "per-case thresholds replace it)")
     for flag, figure, unit, what in THRESHOLD_FLAGS:
-        p.add_argument(flag, type=percent, default=compare.DEFAULTS[figure] * 100,
+        p.add_argument(flag, type=percent, default=compare.ALL_DEFAULTS[figure] * 100,
                        metavar="POINTS" if unit == "percentage points" else "PERCENT",
                        help=f"smallest {what} that counts, in {unit} (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=compare.ALPHA,
@@ -85,7 +89,9 @@ def run(args: argparse.Namespace, results_root: Path) -> int:
                           error_threshold=args.error_threshold / 100, alpha=args.alpha,
                           calibration=stored, cost_threshold=args.cost_threshold / 100,
                           start_threshold=args.startup_threshold / 100,
-                          memory_threshold=args.memory_threshold / 100)
+                          memory_threshold=args.memory_threshold / 100,
+                          instructions_threshold=args.instructions_threshold / 100,
+                          syscalls_threshold=args.syscalls_threshold / 100)
     text = comparison.FORMATS[args.format](cmp)
     print(text)
     if args.output:

@@ -60,6 +60,8 @@ def calibration_misfit(stored: dict | None, machine: str, settings: dict) -> str
              for name in names if made_with.get(name) != settings.get(name)]
     if other:
         return f"it was made with other settings: {', '.join(other)}"
+    if settings.get("instructions") and not stored.get("instructions"):
+        return "it was made without --instructions: it has no thresholds for the counts"
     return None
 
 

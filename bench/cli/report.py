@@ -10,7 +10,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.analysis import history
-from bench.analysis.figures import MEMORY, RPS, START
+from bench.analysis.figures import INSTRUCTIONS, MEMORY, RPS, START, SYSCALLS
 from bench.core.machine import fingerprint
 from bench.infra.environment import environment
 from bench.report import charts, html, tables
@@ -21,7 +21,9 @@ EXIT_BAD_INPUT = 2
 
 # --figure: the name on the command line -> (the figure, how a point is shown)
 HISTORY_FIGURES = {"rps": (RPS, "req/s", 1), "startup": (START, "ms", 1000),
-                   "memory": (MEMORY, "MiB", 1)}
+                   "memory": (MEMORY, "MiB", 1),
+                   "instructions": (INSTRUCTIONS, "instructions per request", 1),
+                   "syscalls": (SYSCALLS, "system calls per request", 1)}
 
 
 def add_parsers(sub, results_default: Path) -> None:
@@ -36,8 +38,9 @@ def add_parsers(sub, results_default: Path) -> None:
     his.add_argument("--test", help="only this test (get_user, update_user, plain, to_json)")
     his.add_argument("--figure", choices=sorted(HISTORY_FIGURES), default="rps",
                      help="what each point is the case's median of: rps (req/s, the "
-                          "default), startup (spawn to the first /ping/, ms) or memory (the "
-                          "server's peak memory under load, MiB)")
+                          "default), startup (spawn to the first /ping/, ms), memory (the "
+                          "server's peak memory under load, MiB), or the runs' counts "
+                          "(--instructions): instructions or syscalls per request")
     his.add_argument("--charts", type=Path, help="write a chart per case into this folder")
     his.add_argument("--results-dir", type=Path, default=results_default)
 
@@ -76,13 +79,14 @@ def show_history(args: argparse.Namespace) -> int:
     rows = []
     for s in series:
         last = s.points[-1]
-        steps = "; ".join(f"{cp.change:+.1%} at {cp.run_id} (p {cp.p_value:.1g})"
+        steps = "; ".join(f"{cp.change:+.2%} at {cp.run_id} (p {cp.p_value:.1g})"
                           + (f", dependencies changed: {', '.join(cp.dependency_changes)}"
                              if cp.dependency_changes else "")
                           for cp in s.change_points) or "none"
         rows.append([s.title, f"{s.server} {s.database} {'orm' if s.orm else 'raw'}", s.key_id,
                      f"{s.points[0].run_id} … {last.run_id}", len(s.points),
-                     f"{last.median * scale:,.{0 if figure == RPS else 1}f}", steps])
+                     f"{last.median * scale:,.{0 if figure in (RPS, INSTRUCTIONS) else 1}f}",
+                     steps])
         if args.charts:
             args.charts.mkdir(parents=True, exist_ok=True)
             name = charts.slug(s.case_id) + (f"-{s.key_id}" if s.case_id in several else "")

@@ -54,7 +54,7 @@ def reopen(kind: str, given: str, now: Settings, specs: dict) -> tuple[Settings,
         again = resume.prepare_rerun(run, results.now_iso())
         if not again:
             raise NothingToDo(f"{run_dir}: every case is ok, nothing to measure again")
-    elif not run.samples_to_measure():
+    elif not run.samples_to_measure() and not run.counts_to_make():
         raise NothingToDo(f"{run_dir} has no unfinished sample (status {run.status}); "
                           f"--rerun-failed measures its failed cases again")
     run.continued(kind, results.now_iso(), env.get("git"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bench.core.counting import CountPlan
 from bench.core.mix import Mix
 from bench.core.placement import parse_cpu_list, parse_memory_mb
 from bench.core.settings import RELAY_PORT_OFFSET, Settings, default_threads
@@ -165,6 +166,8 @@ class RunContext:
     launch: ServerLaunch
     placement: Placement
     databases: DatabaseSource
+    # --instructions: what each count does (None: nothing is counted)
+    count: CountPlan | None = None
 
     @classmethod
     def of(cls, settings: Settings, *, server_address: str | None = None,
@@ -176,7 +179,9 @@ class RunContext:
                    settings.order_seed if order_seed is None else order_seed,
                    Selection.of(settings), LoadPlan.of(settings),
                    ServerLaunch.of(settings, address), Placement.of(settings),
-                   DatabaseSource.of(settings))
+                   DatabaseSource.of(settings),
+                   CountPlan(settings.instructions_requests, settings.instructions_runs,
+                             settings.seed, settings.token) if settings.instructions else None)
 
     def with_order_seed(self, order_seed: int) -> "RunContext":
         return replace(self, order_seed=order_seed)

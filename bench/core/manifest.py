@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.core import protocols as protocol_names, suite
+from bench.core import counting, protocols as protocol_names, suite
 from bench.paths import SERVERS_DIR
 
 KNOWN_DATABASES = ("postgres", "mysql")
@@ -121,6 +121,9 @@ class ServerSpec:
     # a second listener the harness asks for (BENCH_PROTOCOL, servers/README.md); every
     # other protocol of a run reaches it through the terminating proxy
     protocols: tuple[str, ...] = ()
+    # how `--instructions` counts it (bench.core.counting): countable here or why not, its
+    # runtime's warm-up, the environment a count adds
+    count: counting.CountSpec = field(default_factory=counting.CountSpec)
 
     def speaks(self, protocol: str) -> bool:
         """Whether the server answers `protocol` itself (h1: always)."""
@@ -359,7 +362,15 @@ def load_manifest(folder: Path) -> ServerSpec:
         unit_tests=_unit_tests(data, path),
         artefacts=tuple(str(a) for a in data.get("artefacts", [])),
         protocols=_protocols(data, path),
+        count=_count(data, path),
     )
+
+
+def _count(data: dict, path: Path) -> counting.CountSpec:
+    try:
+        return counting.parse_spec(data.get("instructions"), path)
+    except counting.CountSpecError as exc:
+        raise ManifestError(str(exc)) from exc
 
 
 def discover(servers_dirs: list[Path] | None = None) -> dict[str, ServerSpec]:

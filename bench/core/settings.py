@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from bench.core import mix, protocols, proxyspec, suite
+from bench.core import counting, mix, protocols, proxyspec, suite
 from bench.core.errors import SelectionError
 # the CPU lists and memory caps each role runs under (what existing importers expect here)
 from bench.core.placement import (format_cpu_list, parse_cpu_list, parse_memory_mb,  # noqa: F401
@@ -191,6 +191,12 @@ class Settings:
     mix: str | None = None
     # each server built from nothing cached first (bench.infra.cold), its seconds recorded
     cold_build: bool = False
+    # --instructions: each case's instructions and system calls per request, counted after
+    # its samples (bench.core.counting): N requests, R counts of each case, the counter
+    instructions: bool = False
+    instructions_requests: int = counting.DEFAULT_REQUESTS
+    instructions_runs: int = 1
+    counter: str = "auto"
     # open-model points: "50%" of the case's measured maximum req/s, or absolute req/s
     rates: tuple[str, ...] = ()
     # the load generators (--generator): each runs the models it can (wrk the closed
@@ -333,7 +339,8 @@ class Settings:
         # protocol flags, --server-memory and --mix record nothing: a run's settings stay
         # what every run before them recorded
         for name in ("generators", "iterations", "protocols", "streams", "tls_proxy",
-                     "server_memory", "proxy_memory", "mix", "cold_build"):
+                     "server_memory", "proxy_memory", "mix", "cold_build", "instructions",
+                     "instructions_requests", "instructions_runs", "counter"):
             if getattr(self, name) == getattr(Settings, name):
                 del d[name]
         return d
@@ -476,6 +483,7 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
                        ("port (+2, verification's pipelining relay)", s.relay_port)):
         if not 1 <= port <= 65535:
             raise SelectionError(f"--{flag} must be a TCP port (1-65535), got {port}")
+    counting.validate(s)
     if not s.token or any(c.isspace() for c in s.token):
         raise SelectionError("--token must be a non-empty string without whitespace")
 

@@ -63,7 +63,8 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                    on_phase: Callable[[str], None] = lambda name: None,
                    protocol: str = "h1", tls: Any = None,
                    listeners: dict[str, str] | None = None,
-                   first_request: tuple[str, dict] | None = None) -> Iterator[Running]:
+                   first_request: tuple[str, dict] | None = None,
+                   counter: Any = None) -> Iterator[Running]:
     """A freshly restored table and a freshly started, ready server; always stopped.
 
     `proxy` (a ProxySpec): the server listens on the upstream port and the proxy takes
@@ -76,6 +77,8 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
     (verification's, bench.infra.native.verification_listeners).
     `first_request` (path, headers): the case's own endpoint, asked once /ping/
     answered; the seconds from the spawn to its first 200 are `start_to_first_answer`.
+    `counter` (bench.infra.counters): the server starts under it, with its manifest's
+    [instructions] environment (a count, bench.runner.count).
     `on_phase` hears each step's name as it begins (a progress display shows it).
     `overhead_s` (a dict of the caller's, or a new one) is filled as the steps happen, so
     a caller that catches an exception still has the timings of the steps that ran.
@@ -97,6 +100,7 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
     elif listeners:
         running.server.listeners = dict(listeners)
     running.server.first_request = first_request
+    running.server.counter = counter
     running.tls = tls
     overhead = running.overhead_s
     if endpoint is not None:

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.core import manifest
+from bench.core import counting, manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
 from bench.infra import envs
@@ -231,6 +231,9 @@ class ServerProcess:
         # what went wrong without costing the sample (a log that could not be fetched):
         # the run adds these to its sample's warnings
         self.warnings: list[str] = []
+        # a count (bench.runner.count): the counter it starts under (its wrap() and
+        # environment(), bench.infra.counters) with the manifest's [instructions] env
+        self.counter = None
         # on another machine the server logs there, and the log is fetched after the stop
         self.host_log = None if (log_path is None or not host.remote) else \
             host.path(f"remote-logs/{log_path.name}")
@@ -259,6 +262,10 @@ class ServerProcess:
             env.update(self.endpoint.server_env())
         env.update(self.listeners)       # its own TLS / h2c listeners (bench.infra.native)
         env.update({k: manifest.expand(v, values) for k, v in self.spec.env.items()})
+        if self.counter is not None:
+            env.update(counting.RUNTIME_ENV.get(self.spec.language, {}))
+            env.update(self.spec.count.env)
+            env.update(self.counter.environment(env))
         return env
 
     def command(self) -> list[str]:
@@ -276,6 +283,8 @@ class ServerProcess:
             folder = envs.location(self.spec, self.host).dir or \
                 self.host.project_path(self.spec.dir)
             argv = self.command()
+            if self.counter is not None:
+                argv = self.counter.wrap(argv)
             cap_mb = getattr(self.settings, "server_memory_mb", None)
             if cap_mb is not None:
                 try:
@@ -312,7 +321,7 @@ class ServerProcess:
 
         Then the tree's memory is read once (`idle_memory`): what the server holds started
         and ready, before verification or load sends it anything."""
-        timeout = timeout or self.spec.ready_timeout
+        timeout = timeout or self.spec.ready_timeout * getattr(self.counter, "slowdown", 1)
         start = time.monotonic()
         self._wait_ping(start, timeout)
         if self.spawned_at is not None:

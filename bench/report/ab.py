@@ -7,6 +7,7 @@ import json
 from tabulate import tabulate
 
 from bench.analysis import comparability
+from bench.analysis import instructions as counted
 from bench.analysis.figures import COST, ERROR_RATE, P99, RELATIVE, RPS
 from bench.analysis.paired import ALPHA, MIN_EFFECT, PairedCase, PairedFigure
 
@@ -38,7 +39,15 @@ def dependency_changes(doc: dict, servers: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _row(c: PairedCase, changes: dict[str, list[str]]) -> list[str]:
+def _count_change(f: PairedFigure | None) -> str:
+    """A counted figure's change with its two means: '+0.62 % (226,110 → 227,510)'."""
+    if f is None or f.change is None:
+        return "-"
+    digits = ",.0f" if f.figure == counted.INSTRUCTIONS else ".2f"
+    return f"{f.change:+.2%} ({f.baseline:{digits}} → {f.candidate:{digits}})"
+
+
+def _row(c: PairedCase, changes: dict[str, list[str]], with_counts: bool) -> list[str]:
     figs = {f.figure: f for f in c.figures}
     rps = figs.get(RPS)
     medians = "-" if rps is None or rps.baseline is None else \
@@ -46,15 +55,43 @@ def _row(c: PairedCase, changes: dict[str, list[str]]) -> list[str]:
     floor = "-" if rps is None or rps.noise_floor is None else \
         f"{rps.noise_floor:.1%} / {rps.threshold:.1%}"
     p = "-" if rps is None or rps.p_value is None else f"{rps.p_value:.3f}"
+    counts = [_count_change(figs.get(counted.INSTRUCTIONS)),
+              _count_change(figs.get(counted.SYSCALLS))] if with_counts else []
     return [c.test, f"{c.server} {c.database} {'orm' if c.orm else 'raw'}", medians,
             _change(rps), _change(figs.get(P99)), _change(figs.get(ERROR_RATE)),
-            _change(figs.get(COST)), p, floor,
+            _change(figs.get(COST)), *counts, p, floor,
             MARKS[c.verdict], c.reason or "", ", ".join(changes.get(c.server, [])) or "-"]
 
 
 HEADERS = ["test", "variant", "req/s A → B (median)", "req/s change [95 % CI]", "p99 change",
            "error-rate change", "server CPU-µs/req change [95 % CI]", "p (req/s)",
            "A/A noise / threshold (req/s)", "verdict", "why", "dependencies A → B"]
+COUNT_HEADERS = ["instructions/req change (A → B)", "syscalls/req change (A → B)"]
+WHERE_TITLES = {counted.INSTRUCTIONS: "its functions (callgrind)",
+                "python": "in Python: bytecodes per request by Python function (self)",
+                counted.SYSCALLS: "system calls"}
+
+
+def headers(with_counts: bool) -> list[str]:
+    return HEADERS[:7] + (COUNT_HEADERS if with_counts else []) + HEADERS[7:]
+
+
+def where_lines(rows: list[PairedCase]) -> list[str]:
+    """For each case whose count moved, the ten parts that account for most of it, each
+    as a share of the baseline's whole (bench.analysis.instructions.where)."""
+    out = []
+    for c in rows:
+        for figure, parts in c.where.items():
+            judged = next((f for f in c.figures if f.figure == (
+                counted.INSTRUCTIONS if figure == "python" else figure)), None)
+            if judged is None or judged.change is None:
+                continue
+            listed = ", ".join(f"`{counted.short(p.name)}` {p.share:+.2%}" for p in parts)
+            unit = counted.UNITS_OF.get(figure, figure)
+            out.append(f"- {c.test}, {c.server} {c.database} {'orm' if c.orm else 'raw'}: "
+                       + (f"{judged.change:+.2%} {unit}; " if figure != "python" else "")
+                       + f"{WHERE_TITLES[figure]}: {listed or 'no part moved'}")
+    return out
 
 
 def counts(rows: list[PairedCase]) -> dict[str, int]:
@@ -83,8 +120,9 @@ def to_markdown(doc: dict | None, rows: list[PairedCase], selection_why: str,
              f"{n['unchanged']} unchanged, {n['not comparable']} not comparable.**", ""]
     ordered = sorted(rows, key=lambda r: ORDER.index(r.verdict))
     changes = dependency_changes(doc, servers)
-    body = tabulate([_row(r, changes) for r in ordered], HEADERS, tablefmt="pipe",
-                    disable_numparse=True)
+    with_counts = any(f.figure in counted.COUNTED for r in rows for f in r.figures)
+    body = tabulate([_row(r, changes, with_counts) for r in ordered], headers(with_counts),
+                    tablefmt="pipe", disable_numparse=True)
     foot = ["", f"A change counts when a paired t test over the blocks gives p < {ALPHA:g} "
                 "and it exceeds the threshold: the A/A noise of this sitting (the median "
                 "difference of two back-to-back samples of one version) over the square "
@@ -93,6 +131,19 @@ def to_markdown(doc: dict | None, rows: list[PairedCase], selection_why: str,
                 f"CPU-µs per request) or {MIN_EFFECT[ERROR_RATE] * 100:g} points "
                 "(error rate). Changes are B against A; for req/s lower is worse, for the "
                 "others higher."]
+    if with_counts:
+        foot += ["", "Instructions and system calls per request (--instructions) are counted, "
+                     "not sampled: each version's counts (A B B A, each a fresh start) differ "
+                     "by the spread shown in its figures, and a change counts when it "
+                     f"exceeds {counted.DEFAULT_THRESHOLDS[counted.INSTRUCTIONS]:.1%} "
+                     "(instructions) or "
+                     f"{counted.DEFAULT_THRESHOLDS[counted.SYSCALLS]:.0%} (system calls) and "
+                     f"{counted.NOISE_MULTIPLE:g} times the larger spread of one version's "
+                     "counts. Each part's share is its change per request over the "
+                     "baseline's whole."]
+        moved = where_lines(ordered)
+        if moved:
+            foot += ["", "### Where the counts moved", ""] + moved
     return "\n".join(head + [body] + foot + [""])
 
 
@@ -102,7 +153,7 @@ def to_json(doc: dict | None, rows: list[PairedCase], selection_why: str,
                        "ab": doc["ab"] if doc else None, "selection": selection_why,
                        "servers": servers, "counts": counts(rows),
                        "dependency_changes": dependency_changes(doc, servers) if doc else {},
-                       "cases": [r.as_dict() for r in rows]}, indent=2) + "\n"
+                       "cases": [r.as_dict() for r in rows]}, indent=2, default=str) + "\n"
 
 
 FORMATS = {"md": to_markdown, "json": to_json}

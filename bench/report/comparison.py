@@ -8,6 +8,7 @@ import json
 from tabulate import tabulate
 
 from bench.analysis import comparability
+from bench.analysis import instructions as counted
 from bench.analysis.compare import (BROKEN, COST, DEFAULT_SOURCE, ERROR_RATE, FASTER, FIGURES,
                                     NOT_COMPARABLE, P99, RELATIVE, RPS, SLOWER, UNCHANGED,
                                     CaseComparison, Comparison)
@@ -50,11 +51,20 @@ def _why(c: CaseComparison) -> str:
         return c.reason or ""
     moved = sorted((f for f in c.figures if f.direction),
                    key=lambda f: f.direction != "worse")
-    return ", ".join(f.text() + (" (weak)" if f.weak else f" (p {f.p_value:.3f})")
-                     for f in moved)
+    return ", ".join(f.text() + (" (weak)" if f.weak else " (counted)" if f.p_value is None
+                                 else f" (p {f.p_value:.3f})") for f in moved)
 
 
-def _row(c: CaseComparison, cmp: Comparison) -> list[str]:
+def _count(c: CaseComparison, figure: str) -> str:
+    f = c.figure(figure)
+    if f is None or f.change is None:
+        return "-"
+    digits = ",.0f" if figure == counted.INSTRUCTIONS else ".2f"
+    return (f"{f.baseline:{digits}} → {f.candidate:{digits}} ({f.change:+.2%}; threshold "
+            f"{f.threshold:.2%}{', cal.' if f.threshold_source != DEFAULT_SOURCE else ''})")
+
+
+def _row(c: CaseComparison, cmp: Comparison, with_counts: bool = False) -> list[str]:
     variant = f"{c.server} {c.database} {'orm' if c.orm else 'raw'}"
     rps = "-" if c.baseline_rps is None else f"{c.baseline_rps:,.0f} → {c.candidate_rps:,.0f}"
     verdict = MARKS[c.verdict] + (" (weak)" if c.weak else "")
@@ -64,15 +74,21 @@ def _row(c: CaseComparison, cmp: Comparison) -> list[str]:
     if changed:
         why += ("; " if why else "") + f"dependencies changed: {', '.join(changed)}"
     cost = c.figure(COST)
+    counts = [_count(c, figure) for figure in counted.COUNTED] if with_counts else []
     return [c.title, variant, rps, _ratio(c.rps_ratio, c.rps_ratio_ci),
             _ratio(c.p99_ratio, c.p99_ratio_ci), _error_rates(c),
-            _ratio(cost.ratio, cost.ci) if cost else "-", p, _thresholds(c, cmp),
+            _ratio(cost.ratio, cost.ci) if cost else "-", *counts, p, _thresholds(c, cmp),
             verdict, why]
 
 
 HEADERS = ["test", "variant", "req/s (median)", "req/s ratio [95 % CI]", "p99 ratio [95 % CI]",
            "error rate", "server CPU-µs/req ratio [95 % CI]", "p (req/s)",
            "thresholds req/s / p99 / errors / cost / start-up / memory", "verdict", "what moved"]
+COUNT_HEADERS = ["instructions/req", "syscalls/req"]
+
+
+def headers(with_counts: bool) -> list[str]:
+    return HEADERS[:7] + (COUNT_HEADERS if with_counts else []) + HEADERS[7:]
 
 
 def warnings(cmp: Comparison) -> list[str]:
@@ -122,9 +138,16 @@ def to_markdown(cmp: Comparison) -> str:
         head += [f"- {server}: {', '.join(changes)}"
                  for server, changes in cmp.dependency_changes.items()] + [""]
     ordered = sorted(cmp.cases, key=lambda c: ORDER[c.verdict])
-    body = tabulate([_row(c, cmp) for c in ordered], HEADERS, tablefmt="pipe",
-                    disable_numparse=True)
-    return "\n".join(head + [body, ""])
+    with_counts = any(f.figure in counted.COUNTED for c in cmp.cases for f in c.figures)
+    body = tabulate([_row(c, cmp, with_counts) for c in ordered], headers(with_counts),
+                    tablefmt="pipe", disable_numparse=True)
+    foot = [] if not with_counts else [
+        "", "Instructions and system calls per request (--instructions) are counted, not "
+            "sampled: no rank test; a change counts past its threshold (a calibration's, "
+            f"else {cmp.thresholds[counted.INSTRUCTIONS]:.1%} and "
+            f"{cmp.thresholds[counted.SYSCALLS]:.0%}) and past "
+            f"{counted.NOISE_MULTIPLE:g} times the spread of either run's counts."]
+    return "\n".join(head + [body] + foot + [""])
 
 
 def to_json(cmp: Comparison) -> str:

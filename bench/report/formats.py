@@ -14,7 +14,8 @@ from tabulate import tabulate
 
 from bench.analysis.latency import MERGED
 from bench.core.conformance import cell as conformance_cell
-from bench.report import cost, footprint, levels, mix, protocols, proxies, releases, sweep
+from bench.report import cost, footprint, instructions, levels, mix, protocols, proxies, \
+    releases, sweep
 from bench.storage.results import VERIFICATION_REPORT
 from bench.report.tables import CONTRACT_COLUMNS, PERCENTILES, RateTable, Row, Table, \
     header_sentence
@@ -234,6 +235,7 @@ def to_markdown(tables: list[Table], doc: dict, extra: list[str] = (),
     for table in rates:
         out += rate_markdown(table)
     out += mix.mix_markdown(doc)
+    out += instructions.instructions_markdown(doc)
     if "cost" in extra:             # closed-loop and fixed-rate cases alike
         out += cost.cost_markdown(doc) + footprint.footprint_markdown(doc)
     return "\n".join(out)

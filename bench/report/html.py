@@ -11,8 +11,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.core.conformance import CHECKS, PASS
-from bench.report import charts, cost, footprint, levels, mix, protocols, proxies, releases, \
-    sweep
+from bench.report import charts, cost, footprint, instructions, levels, mix, protocols, \
+    proxies, releases, sweep
 from bench.report.formats import RATE_COLUMNS, rate_cells, headers, markdown_rows
 from bench.report.tables import RateTable, Table, header_sentence
 from bench.storage.results import VERIFICATION_REPORT
@@ -191,6 +191,7 @@ def render(doc: dict, tables: list[Table], chart_dir: Path,
     for table in rates:
         parts += _rates_html(table, images)
     parts += mix.mix_html(doc)
+    parts += instructions.instructions_html(doc)
     parts += cost.cost_html(doc) + footprint.footprint_html(doc)
     if charts.FOOTPRINT_CHART in images:
         parts.append(_img(images[charts.FOOTPRINT_CHART], "what each case costs to run"))

@@ -212,6 +212,9 @@ class Run:
                                          summary.get("requests_per_sec") if ok else None,
                                          (summary.get("latency_ms") or {}).get("p99") if ok
                                          else None, console.sample_outcome(record.to_json()))
+            if self.context.count is not None:
+                from bench.runner.counting import Counting
+                Counting(self).execute()
             self.doc.complete()
         except KeyboardInterrupt:
             self.doc.interrupt("interrupted (Ctrl-C or SIGTERM); results so far are kept",

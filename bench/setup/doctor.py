@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from bench.core import manifest, proxyspec
-from bench.setup import packages, plan, probe, toolchains
+from bench.setup import counters, packages, plan, probe, toolchains
 
 OK, MISSING, TOO_OLD = "OK", "missing", "too old"
 
@@ -73,6 +73,14 @@ def what_setup_would_do(states, setup_plan: plan.SetupPlan) -> list[str]:
     return lines
 
 
+def counter_rows(find) -> list[list[str]]:
+    """Which counter this machine has for each figure of a count, best first."""
+    found = counters.instruction_counter(find=find)
+    syscalls = counters.syscall_counter(find=find)
+    return [["instructions per request", found.method or "none", found.why],
+            ["system calls per request", syscalls.method or "none", syscalls.why]]
+
+
 def main(argv: list[str] | None = None, find=probe.find) -> int:
     parser = argparse.ArgumentParser(
         prog="run_bench.py doctor",
@@ -98,6 +106,8 @@ def main(argv: list[str] | None = None, find=probe.find) -> int:
     proxies_out = toolchains.unavailable(proxies, cached)
     print("\nProxies for --behind (each proxy.toml's [toolchain] and requires):\n")
     print(table(server_rows(proxies, proxies_out), ["proxy", "needs", "status", "why not"]))
+    print("\nCounters for --instructions (bench/setup/counters.py):\n")
+    print(table(counter_rows(cached), ["figure", "counter", "what was found"]))
     setup_plan = plan.make_plan(purposes, rows, specs, find=cached)
     actions = what_setup_would_do(states, setup_plan)
     print("\nWhat `make setup` would do:" if actions else

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from bench.storage import results
+from bench.storage.count import CountRecord
 from bench.storage.record import ABSENT, Record, optional
 from bench.storage.sample import SampleRecord
 
@@ -46,6 +47,8 @@ class CaseRecord(Record):
     stats: dict | None = None              # bench.analysis.statistics.summarise_case
     samples: list[SampleRecord] = field(default_factory=list)
     history: list[HistoryEntry] = optional()
+    # --instructions: the case's count (bench.storage.count), beside its samples
+    instructions: CountRecord = optional()
 
     @classmethod
     def planned(cls, case: "Case", repeat: int) -> "CaseRecord":

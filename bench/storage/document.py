@@ -198,6 +198,10 @@ class RunRecord(Record):
     def samples_to_measure(self) -> int:
         return sum(1 for s in self.all_samples() if s.unmeasured)
 
+    def counts_to_make(self) -> int:
+        """--instructions' counts not made yet (pending, or interrupted)."""
+        return sum(1 for c in self.cases if c.instructions and not c.instructions.done)
+
     # ------------------------------------------------------------- transitions
     def start(self) -> None:
         """A sitting begins (a new run, or a continuation of a stored one)."""
@@ -219,6 +223,9 @@ class RunRecord(Record):
         self.status, self.reason = status, reason
         for sample in self.all_samples():
             sample.end_if_pending(status, sample_reason)
+        for case in self.cases:                  # --instructions' counts not made yet
+            if case.instructions and not case.instructions.done:
+                case.instructions.interrupted(sample_reason)
 
     def finish(self, at: str) -> None:
         """The sitting ended (whatever its status)."""

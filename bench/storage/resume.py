@@ -4,6 +4,7 @@ as history). Pure functions of the stored run and today's environment, so what m
 two sittings incomparable is decided in one tested place."""
 from __future__ import annotations
 
+from bench.storage import results
 from bench.storage.document import RunRecord
 
 
@@ -31,9 +32,12 @@ def prepare_rerun(run: RunRecord, at: str) -> list[str]:
     runs again. Returns the ids of the cases to measure again."""
     again = []
     for case in run.cases:
+        if case.instructions and case.instructions.status == results.FAILED:
+            case.instructions.recount()      # --instructions: a failed count is made again
+            again.append(case.id)
         if not case.needs_rerun:
             continue
         case.rerun(at)
         run.verification.pop(case.variant_key, None)
         again.append(case.id)
-    return again
+    return list(dict.fromkeys(again))

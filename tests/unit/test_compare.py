@@ -356,9 +356,9 @@ def test_calibrate_prints_each_figures_threshold():
     text = describe(found, "m1", "results/m1/calibration.json")
     assert f"2 cases, comparability key {found['key_id']}) in results/m1/calibration.json" in text
     first = text.splitlines()[3]     # the noisiest req/s first: a moved by 10 %, p99 by -9 %
-    # no cost or start-up recorded: "-"; the peak memory at its floor
+    # no cost or start-up recorded: "-"; the peak memory at its floor; no counts: "-"
     assert first.split() == ["15.0", "%", "13.6", "%", "0.010", "pp", "-", "-", "3.0", "%",
-                            found_case(found, "a")]
+                             "-", "-", found_case(found, "a")]
 
 
 def found_case(found: dict, server: str) -> str:

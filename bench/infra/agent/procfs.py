@@ -207,6 +207,18 @@ def connections(refs: list, port: int) -> dict[str, int]:
     return counts
 
 
+# ESTABLISHED and CLOSE_WAIT: a connection its server still holds open (in CLOSE_WAIT the
+# client has closed and the server has not got round to it yet)
+HELD = ("01", "08")
+
+
+def held_connections(port: int) -> int:
+    """TCP connections on local `port` whose server side is still open, in this network
+    namespace: 0 once the server has closed every connection a client closed (what a
+    count waits for before it opens a window, bench.runner.count)."""
+    return sum(len(_sockets("/proc/net", state, port)) for state in HELD)
+
+
 def listeners(port: int) -> list[str]:
     """`pid command` of whatever listens on TCP `port` in this network namespace."""
     sockets = _sockets("/proc/net", "0A", port)
