@@ -23,9 +23,12 @@ from bench.core.errors import SelectionError
 # slower (sanic's plain: 1,000 requests in 6 s counted)
 DEFAULT_REQUESTS = 1000
 # requests before the counters are zeroed: caches filled, CPython's adaptive interpreter
-# specialised (it needs 8 runs of a function), a connection's first-request work done.
-# A runtime that compiles while it runs says its own in its manifest.
-DEFAULT_WARMUP = 300
+# specialised, a connection's first-request work done. After 300, the Python servers'
+# first window still read 0.3-0.5 % above the ones after it (gunicorn's, sanic's), nginx's
+# and PHP-FPM's 0.1-0.2 %; after 1,300 they agree within 0.06 %. The warm-up runs before
+# callgrind's instrumentation is switched on, at valgrind's uninstrumented speed. A runtime
+# that compiles while it runs (V8, the JVM) says its own in its manifest.
+DEFAULT_WARMUP = 1500
 # the seconds of the idle window after the counted one: what each process executes per
 # second while no request comes (its timers: a supervisor's poll, a runtime's
 # housekeeping) is taken off the counted window's figure; under valgrind a window of
@@ -64,15 +67,12 @@ class CountSpecError(ValueError):
 @dataclass(frozen=True)
 class CountSpec:
     """A server's manifest `[instructions]` table: whether it can be counted here (and
-    why not), the warm-up its runtime needs, and the environment a count adds (with the
-    reason in the manifest's notes.instructions)."""
+    why not), the warm-up its runtime needs, and the environment a count adds (templates,
+    as [env]'s; the reason in the manifest's notes.instructions)."""
     countable: bool = True
     reason: str = ""                 # why not, when not countable
     warmup: int = DEFAULT_WARMUP
     env: dict = field(default_factory=dict)
-    # a runtime whose count under valgrind is not deterministic (a JIT compiling on
-    # threads of its own): the manifest says so, and how much the count moves
-    note: str = ""
 
     def public(self) -> dict:
         return {"countable": self.countable, "reason": self.reason or None,
@@ -85,7 +85,7 @@ def parse_spec(table, path: Path) -> CountSpec:
         return CountSpec()
     if not isinstance(table, dict):
         raise CountSpecError(f"{path}: [instructions] must be a table")
-    unknown = set(table) - {"countable", "reason", "warmup", "env", "note"}
+    unknown = set(table) - {"countable", "reason", "warmup", "env"}
     if unknown:
         raise CountSpecError(f"{path}: [instructions] has unknown key(s) "
                              f"{', '.join(sorted(unknown))}; known: countable, reason, "
@@ -104,8 +104,7 @@ def parse_spec(table, path: Path) -> CountSpec:
     env = table.get("env", {})
     if not isinstance(env, dict):
         raise CountSpecError(f"{path}: [instructions] env must be a table of variables")
-    return CountSpec(countable, reason, warmup, {str(k): str(v) for k, v in env.items()},
-                     str(table.get("note", "")))
+    return CountSpec(countable, reason, warmup, {str(k): str(v) for k, v in env.items()})
 
 
 @dataclass(frozen=True)

@@ -264,7 +264,7 @@ class ServerProcess:
         env.update({k: manifest.expand(v, values) for k, v in self.spec.env.items()})
         if self.counter is not None:
             env.update(counting.RUNTIME_ENV.get(self.spec.language, {}))
-            env.update(self.spec.count.env)
+            env.update({k: manifest.expand(v, values) for k, v in self.spec.count.env.items()})
             env.update(self.counter.environment(env))
         return env
 

@@ -16,6 +16,7 @@ import http.client
 import random
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from bench.core import suite
 from bench.core.mix import MIX_TEST, Mix
@@ -71,13 +72,17 @@ class Client:
         self.conn: http.client.HTTPConnection | None = None
         self.opened = 0
 
-    def send(self, batch: list[Request]) -> Sent:
+    def send(self, batch: list[Request], between: Callable[[], None] | None = None) -> Sent:
+        """Each request once its answer to the one before is in; `between`, when given,
+        is called after each answer (a count waits there for the server to go idle)."""
         errors, first, t0, opened = 0, None, time.monotonic(), self.opened
         for request in batch:
             problem = self._one(request)
             if problem is not None:
                 errors += 1
                 first = first or problem
+            if between is not None:
+                between()
         return Sent(len(batch), errors, self.opened - opened, time.monotonic() - t0, first)
 
     def _one(self, request: Request) -> str | None:

@@ -9,9 +9,12 @@ own:
     Python         a Python server's bytecodes per Python function, natively, its own
                    interpreter's tracer (where its instructions went, in Python's names)
 
-A pass's sequence: ready -> counter prepared -> warm-up (one connection, then closed and
-the server seen to close its side) -> window opened -> N requests on a new connection ->
-window closed -> that connection closed likewise -> idle window of IDLE_WINDOW_S ->
+A pass's sequence: ready -> warm-up (one connection, then closed and the server seen to
+close its side) -> counter prepared (callgrind's instrumentation switched on: the
+warm-up runs at valgrind's uninstrumented speed, several times faster, which a runtime
+that needs 10,000 requests to compile its code welcomes) -> window opened -> N requests on a new connection ->
+window closed (between two of them the server seen idle: Quiet) -> that connection
+closed likewise -> idle window of IDLE_WINDOW_S ->
 stop. The server runs with one worker (bench.core.counting.COUNT_WORKERS says why).
 Returns a CountRun; CountFailed says why there is none. Writes nothing but the counter's
 files and the server's log in `folder`.
@@ -40,6 +43,17 @@ from bench.storage import results
 from bench.storage.count import CountRun, PythonCount, SyscallCount
 
 WARMUP_SEED_OFFSET = 1_000_003      # the warm-up's requests differ from the counted ones
+# Between two counted requests the client waits until the server is idle: its threads
+# have run for not one nanosecond over QUIET_SPAN_S (the scheduler's account,
+# bench.infra.agent.procfs.run_ns). What a server does after an answer (a task's
+# completion, a keep-alive timer re-armed, a runtime's threads spinning down) is then
+# done before the next request arrives, never interleaved with it one way in one run and
+# another way in the next: without it aiohttp's count moved 3.2 % between starts (the
+# next request racing its post-response work), with it 0.07 %. A server that is never
+# seen idle within QUIET_CAP_S (a JVM's own threads running by the clock) gets the next
+# request anyway; how often is stored (`unquiet`).
+QUIET_SPAN_S = 0.002
+QUIET_CAP_S = 0.25
 KEEP_FUNCTIONS = 200                # the stored table's functions, the largest first
 CLOSE_TIMEOUT_S = 30.0              # for the server to close a connection the client closed
 
@@ -55,6 +69,28 @@ class Pass:
     idle: list                      # ... the idle window after it
     seconds: dict
     connections: int
+    unquiet: int                    # requests sent before the server was seen idle
+
+
+class Quiet:
+    """Called between two counted requests: returns once the server's processes have
+    not run for QUIET_SPAN_S, or after QUIET_CAP_S (counted in `missed`)."""
+
+    def __init__(self, host: Host, pids: list[int]):
+        self.host, self.pids, self.missed = host, pids, 0
+
+    def __call__(self) -> None:
+        deadline = time.monotonic() + QUIET_CAP_S
+        before = self.host.call("run_ns", pids=self.pids)
+        while True:
+            time.sleep(QUIET_SPAN_S)          # the span idleness is measured over
+            now = self.host.call("run_ns", pids=self.pids)
+            if now == before:
+                return
+            if time.monotonic() > deadline:
+                self.missed += 1
+                return
+            before = now
 
 
 class CaseCount:
@@ -90,6 +126,7 @@ class CaseCount:
                        processes=found.processes,
                        functions=figures.per_request(found.parts, n, KEEP_FUNCTIONS),
                        seconds=first.seconds, connections=first.connections,
+                       unquiet=first.unquiet,
                        profile=str((folder / "instructions").relative_to(relative_to)))
         if self.syscalls:
             run.syscalls = self._syscalls(folder, relative_to)
@@ -133,23 +170,25 @@ class CaseCount:
                                 ) as running:
                 server = running.server
                 seconds["start"] = round(time.monotonic() - t0, 2)
-                counter.prepare(server.group.members())
                 client = sequence.Client(self.launch.host, self.launch.port, self.plan.token)
                 t = time.monotonic()
                 self._check(client.send(self.warm), "the warm-up")
                 self._closed(client)
                 seconds["warmup"] = round(time.monotonic() - t, 2)
+                counter.prepare(server.group.members())
                 t = time.monotonic()
-                window = counter.open(server.group.members())
-                sent = client.send(self.counted)
+                members = server.group.members()
+                quiet = Quiet(self.host, [p.pid for p in members])
+                window = counter.open(members)
+                sent = client.send(self.counted, between=quiet)
                 readings = window.close()
                 seconds["window"] = round(time.monotonic() - t, 2)
                 self._check(sent, "the counted sequence")
                 self._closed(client)
                 t = time.monotonic()
-                quiet = counter.open(server.group.members())
+                resting = counter.open(server.group.members())
                 time.sleep(IDLE_WINDOW_S)       # the idle window is a span of time itself
-                idle = quiet.close()
+                idle = resting.close()
                 seconds["idle"] = round(time.monotonic() - t, 2)
                 if not server.alive():
                     raise CountFailed(f"{server.exit_reason()} during the count")
@@ -158,7 +197,7 @@ class CaseCount:
         except CounterError as exc:
             raise CountFailed(f"{label}: {exc}") from None
         seconds["pass"] = round(time.monotonic() - t0, 2)
-        return Pass(readings, idle, seconds, sent.connections)
+        return Pass(readings, idle, seconds, sent.connections, quiet.missed)
 
     def _check(self, sent: sequence.Sent, what: str) -> None:
         if sent.errors:

@@ -63,6 +63,9 @@ class CountRun(Record):
     functions: dict[str, float] = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)   # start, warmup, window, idle, total
     connections: int = 1                   # TCP connections the sequence opened
+    # requests sent before the server was seen idle after the one before (within
+    # bench.runner.count.QUIET_CAP_S)
+    unquiet: int = 0
     profile: str | None = None             # its folder in the run's (the counter's files)
     syscalls: SyscallCount = optional()
     python: PythonCount = optional()

@@ -208,8 +208,10 @@ def test_a_run_the_runner_makes_validates_with_every_key_it_can_write(runner_run
                                  "name": "bench", "user": "bench", "mode": "local",
                                  "version": "15", "restarts": [results.now_iso()]}
     doc.cleanup_problems = ["a data folder was kept"]
+    doc.cases[1].instructions = _counted()
     runner_run.save()
     stored = runner_run.stored
+    assert stored["cases"][1]["instructions"]["runs"][0]["python"]["per_request"] == 2100.0
     assert stored["cases"][0]["status"] == "failed"        # derived, and taken by the record
     assert doc.cases[0].status == "failed" and doc.cases[0].stats["samples"] == 2
     sample = stored["cases"][1]["samples"][0]
@@ -228,6 +230,28 @@ def test_a_run_the_runner_makes_validates_with_every_key_it_can_write(runner_run
     assert stored["continuations"][0]["samples"] == again.samples_to_measure() > 0
     assert results.load(runner_run.run_dir) == stored
     assert json.loads((runner_run.run_dir / "results.json").read_text()) == stored
+
+
+def _counted():
+    """A case's count (--instructions) with every key a count writes."""
+    from bench.storage.count import CountRecord, CountRun, PythonCount, SyscallCount
+    record = CountRecord.planned(key="x/none/raw/plain", method="callgrind",
+                                 tool="valgrind-3.19.0", requests=1000, warmup=1500,
+                                 workers=1, seed=1, runs=1,
+                                 environment={"PYTHONHASHSEED": "0"})
+    record.counted(CountRun(
+        at=results.now_iso(), instructions_per_request=260_000.5,
+        instructions={"counted": 2.7e8, "background": 1e7, "net": 2.6e8},
+        processes=[{"pid": 1, "command": "python app.py", "counted": 2.7e8,
+                    "background": 1e7, "net": 2.6e8, "seconds": 9.1}],
+        functions={"_PyEval_EvalFrameDefault": 62_000.0}, seconds={"total": 45.0},
+        profile="counts/x/run1/instructions",
+        syscalls=SyscallCount(method="strace", per_request=4.0, by_name={"write": 1.0},
+                              background=0.1, profile="counts/x/run1/syscalls"),
+        python=PythonCount(per_request=2100.0, functions={"app.plain (app.py)": 40.0},
+                           profile="counts/x/run1/python")))
+    assert record.status == "ok" and record.values() == [260_000.5]
+    return record
 
 
 # ------------------------------------------------------------------ transitions

@@ -30,7 +30,7 @@ part: 1
 
 positions: line
 events: Ir
-summary: 1000
+summary: 1005
 
 ob=(1) /usr/lib/libpython.so
 fl=(1) ceval.c
@@ -46,7 +46,9 @@ fn=(2)
 fl=(3) app.c
 fn=(3) handler
 1 350
-totals: 1004
+fn=(4) handler'2
+2 5
+totals: 1009
 """
 
 
@@ -54,11 +56,12 @@ def test_a_callgrind_file_gives_its_process_its_summary_and_each_functions_self_
     path = tmp_path / "callgrind.out.4242.1"
     path.write_text(CALLGRIND)
     profile = read(path)
-    assert (profile.pid, profile.command, profile.total) == (4242, "/usr/bin/python3 app.py", 1000)
-    # the line after calls= is the call's inclusive cost, not the caller's own
+    assert (profile.pid, profile.command, profile.total) == (4242, "/usr/bin/python3 app.py", 1005)
+    # the line after calls= is the call's inclusive cost, not the caller's own; handler'2
+    # (handler entered again while on the stack) is handler
     assert profile.functions == {"_PyEval_EvalFrameDefault": 500, "_PyObject_Free": 150,
-                                 "handler": 350}
-    assert profile.self_total == 1000
+                                 "handler": 355}
+    assert profile.self_total == 1005
 
 
 def test_a_file_that_is_not_callgrinds_is_refused(tmp_path):
@@ -131,7 +134,7 @@ def count(values, *, functions=None, syscalls=None, python=None, requests=1000, 
         run = {"at": "t", "instructions_per_request": v,
                "instructions": {"counted": v * requests, "background": 0.0, "net": v * requests},
                "processes": [], "functions": (functions or [{}] * len(values))[i],
-               "seconds": {"total": 30.0}, "connections": 1, "profile": None}
+               "seconds": {"total": 30.0}, "connections": 1, "unquiet": 0, "profile": None}
         if syscalls is not None:
             run["syscalls"] = {"method": "strace", "per_request": syscalls[i],
                                "by_name": {"write": syscalls[i]}, "background": 0.0,

@@ -207,6 +207,24 @@ def connections(refs: list, port: int) -> dict[str, int]:
     return counts
 
 
+def run_ns(pids: list[int]) -> int:
+    """Nanoseconds the threads of `pids` have run on a CPU so far (the scheduler's own
+    account, /proc/<pid>/task/<tid>/schedstat): unchanged over a span, the processes did
+    nothing in it (what a count waits for between two requests, bench.runner.count)."""
+    total = 0
+    for pid in pids:
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                total += int(read_text("/proc/%d/task/%s/schedstat" % (pid, tid)).split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+    return total
+
+
 # ESTABLISHED and CLOSE_WAIT: a connection its server still holds open (in CLOSE_WAIT the
 # client has closed and the server has not got round to it yet)
 HELD = ("01", "08")

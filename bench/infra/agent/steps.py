@@ -79,7 +79,7 @@ STEPS = {
     "sizes": files.sizes,
     "send_signal": send_signal, "survey": survey,
     "server_processes": procfs.server_processes, "listeners": procfs.listeners,
-    "held_connections": procfs.held_connections,
+    "held_connections": procfs.held_connections, "run_ns": procfs.run_ns,
     "postgres_bindir": programs.postgres_bindir, "mysqld_binaries": programs.mysqld_binaries,
     "rtt": network.rtt, "machine": machine,
     "cpu_snapshot": quietness.cpu_snapshot, "machine_state": quietness.machine_state,

@@ -3,11 +3,11 @@
 The server starts under `valgrind --tool=callgrind --trace-children=yes`, so every process
 it forks or execs is counted too, with instrumentation off (`--instr-atstart=no`): a
 process then runs valgrind's core alone, several times faster than instrumented, so the
-start-up nobody counts costs seconds, not minutes. Each process gets, through vgdb (the
+start-up and the warm-up nobody counts cost seconds, not minutes. Each process gets, through vgdb (the
 gdbserver monitor commands callgrind_control sends, asked of one pid at a time so each
 window's seconds are the process's own):
 
-    instrumentation on   once the server is ready, before the warm-up
+    instrumentation on   after the warm-up (which needs no counting), before the window
     zero                 the window opens
     dump                 the window closes: callgrind.out.<pid>.<k> in the count's folder
 

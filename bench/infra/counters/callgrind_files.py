@@ -52,6 +52,14 @@ def _name(value: str, table: dict[str, str]) -> str:
     return value
 
 
+def _merged(name: str) -> str:
+    """A function's name without callgrind's recursion mark: `f'2` is f entered again
+    while f is on the stack (or, with a runtime that switches stacks, such as Go's
+    goroutines, wherever callgrind's stack tracking lost count), the same function."""
+    base, mark, depth = name.rpartition("'")
+    return base if mark and depth.isdigit() else name
+
+
 def read(path: Path) -> Profile:
     """The file at `path`; CallgrindFileError when it is not a callgrind file with Ir."""
     pid, command, total = None, "", None
@@ -86,7 +94,7 @@ def read(path: Path) -> Profile:
             if key in ("fl", "fi", "fe", "ob", "cob", "cfi", "cfl"):
                 continue
             if key == "fn":
-                current = name
+                current = _merged(name)
             continue
         if sep and key == "calls":
             after_calls = True

@@ -51,8 +51,8 @@ class PythonProfile(LocalCounter):
             marker = self.folder / f"ready.{ref.pid}"
             if not marker.exists():
                 continue
-            said = marker.read_text()
-            if said and said.split()[0] in self.host.command_line(ref):
+            interpreter = marker.read_text().strip()
+            if interpreter and interpreter in self.host.command_line(ref):
                 out.append(ref)
         if not out:
             raise CounterError("no process of the server loaded the Python profile's hook "

@@ -12,7 +12,7 @@ language's own names, where callgrind sees only the interpreter's C functions
 
 Until the first SIGRTMIN+5 the tracer only sees calls and returns None (no line or
 opcode events), so the server starts at close to its normal speed. Every process that
-loads this file writes BENCH_PYCOUNT_DIR/ready.<pid> with its command line, so the harness
+loads this file writes BENCH_PYCOUNT_DIR/ready.<pid> with its interpreter, so the harness
 signals only processes that installed the handlers (a real-time signal's default action
 is to end the process).
 """
@@ -62,6 +62,8 @@ def _install(folder):
 
     def name(code, module):
         qualname = getattr(code, "co_qualname", code.co_name)
+        if module in ("__main__", "__mp_main__"):   # the script: named as its file is
+            module = os.path.splitext(os.path.basename(code.co_filename))[0]
         return f"{module}.{qualname}" if module else qualname
 
     modules = {}
@@ -81,8 +83,8 @@ def _install(folder):
         state["dumps"] += 1
         out = {}
         for code, n in list(counts.items()):
-            key = f"{name(code, _module_of(code))} ({os.path.basename(code.co_filename)}:" \
-                  f"{code.co_firstlineno})"
+            # no line number: code added above a function must not rename it
+            key = f"{name(code, _module_of(code))} ({os.path.basename(code.co_filename)})"
             out[key] = out.get(key, 0) + n
         path = os.path.join(folder, f"py.{os.getpid()}.{state['dumps']}.json")
         with open(path + ".tmp", "w") as f:
@@ -104,14 +106,18 @@ def _install(folder):
     signal.signal(signal.SIGRTMIN + 6, dump)
     sys.settrace(tracer)
     threading.settrace(tracer)
-    with open(os.path.join(folder, f"ready.{os.getpid()}"), "w") as f:
-        f.write(" ".join(sys.argv))
+    def ready():
+        # the interpreter: a process that exec'd another program since (a launcher)
+        # keeps its pid, not this, and must not be signalled
+        with open(os.path.join(folder, f"ready.{os.getpid()}"), "w") as f:
+            f.write(sys.executable)
+
+    ready()
 
     def after_fork():
         # a forked worker (gunicorn's) keeps the handlers and the tracer; it says so
         counts.clear()
-        with open(os.path.join(folder, f"ready.{os.getpid()}"), "w") as f:
-            f.write(" ".join(sys.argv))
+        ready()
 
     os.register_at_fork(after_in_child=after_fork)
 
