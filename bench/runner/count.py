@@ -180,14 +180,22 @@ class CaseCount:
                 members = server.group.members()
                 quiet = Quiet(self.host, [p.pid for p in members])
                 window = counter.open(members)
-                sent = client.send(self.counted, between=quiet)
+                try:
+                    sent = client.send(self.counted, between=quiet)
+                except BaseException:
+                    window.abandon()          # no tool left attached (Ctrl-C, an error)
+                    raise
                 readings = window.close()
                 seconds["window"] = round(time.monotonic() - t, 2)
                 self._check(sent, "the counted sequence")
                 self._closed(client)
                 t = time.monotonic()
                 resting = counter.open(server.group.members())
-                time.sleep(IDLE_WINDOW_S)       # the idle window is a span of time itself
+                try:
+                    time.sleep(IDLE_WINDOW_S)   # the idle window is a span of time itself
+                except BaseException:
+                    resting.abandon()
+                    raise
                 idle = resting.close()
                 seconds["idle"] = round(time.monotonic() - t, 2)
                 if not server.alive():

@@ -88,15 +88,21 @@ def reading(pid, count, seconds, **parts):
 
 def test_each_processs_clock_driven_work_is_taken_off_at_its_idle_rate():
     window = [reading(1, 14_000_000, 10.0, poll=14_000_000),            # a supervisor
-              reading(2, 260_000_000, 10.0, handler=259_000_000, poll=1_000_000)]
-    idle = [reading(1, 6_500_000, 5.0, poll=6_500_000), reading(2, 200, 5.0, poll=200)]
+              reading(2, 260_000_000, 10.0, handler=259_000_000, poll=1_000_000),
+              reading(3, 3_000_000, 10.0, poll=1_000_000, relay=2_000_000)]   # a master
+    idle = [reading(1, 6_500_000, 5.0, poll=6_500_000), reading(2, 200, 5.0, poll=200),
+            reading(3, 500_000, 5.0, poll=500_000)]
     found = counted.net(window, idle)
-    assert found.counted == 274_000_000
-    assert found.background == pytest.approx(13_000_000 + 400)
-    assert found.net == pytest.approx(274_000_000 - 13_000_400)
-    assert found.processes[0]["net"] == pytest.approx(1_000_000)
+    assert found.counted == 277_000_000
+    # the supervisor did 7.7 % more than its clock: within CLOCK_ONLY, all background
+    assert found.processes[0]["clock_only"] and found.processes[0]["net"] == 0
+    assert found.background == pytest.approx(14_000_000 + 400 + 1_000_000)
+    assert found.net == pytest.approx(260_000_000 - 400 + 2_000_000)
     assert found.parts["handler"] == 259_000_000
-    assert found.parts["poll"] == pytest.approx(1_000_000 + 1_000_000 - 400)
+    # the master's request work is three times its clock's: kept, its clock taken off
+    assert not found.processes[2]["clock_only"] and found.processes[2]["net"] == 2_000_000
+    assert found.parts["relay"] == 2_000_000
+    assert found.parts["poll"] == pytest.approx(1_000_000 - 400)
     # a process the idle window did not see did nothing by the clock that could be seen
     assert counted.net([reading(3, 500, 2.0)], []).net == 500
     assert counted.per_request({"a": 2000.0, "b": -1.0, "c": 0.0001}, 1000, keep=1) == {"a": 2.0}

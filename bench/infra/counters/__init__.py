@@ -47,6 +47,7 @@ class ProcessCount:
 
 class Window(Protocol):
     def close(self) -> list[ProcessCount]: ...
+    def abandon(self) -> None: ...        # nothing left running, no figure (an error)
 
 
 class Counter(Protocol):

@@ -52,8 +52,11 @@ class AttachedWindow:
         try:
             return [one.finish() for one in self.attached]
         finally:
-            for one in self.attached:
-                one.abandon()
+            self.abandon()
+
+    def abandon(self) -> None:
+        for one in self.attached:
+            one.abandon()
 
 
 def interrupt(proc, what: str) -> None:

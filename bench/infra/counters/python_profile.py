@@ -94,6 +94,9 @@ class PythonWindow:
     def __init__(self, profile: PythonProfile, opened: dict[int, tuple[ProcessRef, float]]):
         self.profile, self.opened = profile, opened
 
+    def abandon(self) -> None:
+        """Nothing runs beside the server: its counts are left where they are."""
+
     def close(self) -> list[ProcessCount]:
         out = []
         for pid, (ref, since) in self.opened.items():
