@@ -19,8 +19,10 @@ EXPLAINED = ("Instructions per request: what the server's processes executed ove
              "divided by N, with what each process does by the clock alone (measured in "
              "an idle window after) taken off; the mean of the case's counts, each a "
              "fresh start of its server with one worker. spread: (max - min) / mean over "
-             "those counts. syscalls/req: the same requests' system calls (strace), most "
-             "syscalls: the three most frequent. Neither figure sees time spent waiting "
+             "those counts. syscalls/req: the same requests' system calls (strace), "
+             "without those that wait or hand over (futex, sched_yield, nanosleep: how "
+             "many a request makes depends on when threads meet); most syscalls: the "
+             "three most frequent of all. Neither figure sees time spent waiting "
              "(the database, a lock, the network) or what a cache miss costs: they count "
              "work, not its duration (docs/instructions.md).")
 

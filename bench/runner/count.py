@@ -14,7 +14,7 @@ close its side) -> counter prepared (callgrind's instrumentation switched on: th
 warm-up runs at valgrind's uninstrumented speed, several times faster, which a runtime
 that needs 10,000 requests to compile its code welcomes) -> window opened -> N requests on a new connection ->
 window closed (between two of them the server seen idle: Quiet) -> that connection
-closed likewise -> idle window of IDLE_WINDOW_S ->
+closed likewise -> idle window (bench.core.counting.IDLE_WINDOW_S) ->
 stop. The server runs with one worker (bench.core.counting.COUNT_WORKERS says why).
 Returns a CountRun; CountFailed says why there is none. Writes nothing but the counter's
 files and the server's log in `folder`.
@@ -28,7 +28,7 @@ from typing import Callable
 
 from bench.analysis import instructions as figures
 from bench.core.context import RunContext
-from bench.core.counting import (COUNT_DB_CONNECTIONS, COUNT_WORKERS, IDLE_WINDOW_S,
+from bench.core.counting import (COUNT_DB_CONNECTIONS, COUNT_WORKERS, WAIT_SYSCALLS,
                                  CountPlan)
 from bench.core.plan import Case
 from bench.infra import db
@@ -142,7 +142,9 @@ class CaseCount:
         except (CountFailed, CounterError) as exc:
             return SyscallCount(method="strace", per_request=None, reason=str(exc)[:500])
         found, n = figures.net(done.window, done.idle), self.plan.requests
-        return SyscallCount(method="strace", per_request=round(found.net / n, 3),
+        waits = sum(v for k, v in found.parts.items() if k in WAIT_SYSCALLS)
+        return SyscallCount(method="strace", per_request=round((found.net - waits) / n, 3),
+                            waits=round(waits / n, 3),
                             by_name=figures.per_request(found.parts, n),
                             background=round(found.background / n, 3),
                             profile=str(where.relative_to(relative_to)))
@@ -192,7 +194,7 @@ class CaseCount:
                 t = time.monotonic()
                 resting = counter.open(server.group.members())
                 try:
-                    time.sleep(IDLE_WINDOW_S)   # the idle window is a span of time itself
+                    time.sleep(self.plan.idle_s)   # the idle window is a span of time itself
                 except BaseException:
                     resting.abandon()
                     raise

@@ -34,8 +34,11 @@ COUNT_STATUSES = (results.OK, results.FAILED, NOT_COUNTABLE, results.INTERRUPTED
 class SyscallCount(Record):
     SCHEMA: ClassVar[str] = "#/$defs/syscall_count"
     method: str                            # "strace"
-    per_request: float | None              # None: the count of system calls failed
-    by_name: dict[str, float] = field(default_factory=dict)   # syscall -> per request
+    # per request, without the calls that wait (bench.core.counting.WAIT_SYSCALLS): the
+    # figure judged; None: the count of system calls failed
+    per_request: float | None
+    waits: float = 0.0                     # per request, the calls that wait
+    by_name: dict[str, float] = field(default_factory=dict)   # every syscall, per request
     background: float = 0.0                # per request, taken off (idle rate x window)
     reason: str | None = None              # why per_request is None
     profile: str | None = None             # the folder of its summaries, in the run's

@@ -5,6 +5,7 @@ against strace's count of the same server's system calls. The A/A spread and pla
 of whole runs are in tests/e2e/test_instructions.py (make test-all)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,10 @@ def fixture_case(root: Path, loop_k: int) -> Case:
 def counter(case: Case, tmp_path: Path, instructions) -> CaseCount:
     context = RunContext.of(Settings(port=TEST_SERVER_PORT, instructions=True,
                                      instructions_requests=REQUESTS))
-    return CaseCount(case, context, context.count, endpoint=None, host=LOCAL,
+    # the fixture's clock-driven work is its accept loop's select() every 0.5 s: a
+    # second of idle window sees it
+    plan = replace(context.count, idle_s=1.0)
+    return CaseCount(case, context, plan, endpoint=None, host=LOCAL,
                      instructions=instructions, syscalls=True)
 
 

@@ -246,7 +246,8 @@ def _counted():
                     "background": 1e7, "net": 2.6e8, "seconds": 9.1}],
         functions={"_PyEval_EvalFrameDefault": 62_000.0}, seconds={"total": 45.0},
         profile="counts/x/run1/instructions",
-        syscalls=SyscallCount(method="strace", per_request=4.0, by_name={"write": 1.0},
+        syscalls=SyscallCount(method="strace", per_request=4.0, waits=0.5,
+                              by_name={"write": 1.0, "futex": 0.5},
                               background=0.1, profile="counts/x/run1/syscalls"),
         python=PythonCount(per_request=2100.0, functions={"app.plain (app.py)": 40.0},
                            profile="counts/x/run1/python")))

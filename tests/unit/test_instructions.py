@@ -142,7 +142,7 @@ def count(values, *, functions=None, syscalls=None, python=None, requests=1000, 
                "processes": [], "functions": (functions or [{}] * len(values))[i],
                "seconds": {"total": 30.0}, "connections": 1, "unquiet": 0, "profile": None}
         if syscalls is not None:
-            run["syscalls"] = {"method": "strace", "per_request": syscalls[i],
+            run["syscalls"] = {"method": "strace", "per_request": syscalls[i], "waits": 0.0,
                                "by_name": {"write": syscalls[i]}, "background": 0.0,
                                "reason": None, "profile": None}
         if python is not None:
