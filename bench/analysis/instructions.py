@@ -137,7 +137,8 @@ def comparable(base: dict, cand: dict) -> str | None:
     version, N, warm-up or worker count makes other figures."""
     a, b = count_of(base) or {}, count_of(cand) or {}
     differ = [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in
-              ("method", "tool", "requests", "warmup", "workers", "environment")
+              ("method", "tool", "requests", "warmup", "workers", "environment",
+               "command")
               if a.get(k) != b.get(k)]
     return "counted differently: " + ", ".join(differ) if differ else None
 

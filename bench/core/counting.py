@@ -74,15 +74,19 @@ class CountSpecError(ValueError):
 class CountSpec:
     """A server's manifest `[instructions]` table: whether it can be counted here (and
     why not), the warm-up its runtime needs, and the environment a count adds (templates,
-    as [env]'s; the reason in the manifest's notes.instructions)."""
+    as [env]'s; the reason in the manifest's notes.instructions), and the start command of
+    a counted start where the runtime takes what makes it repeatable on its command line
+    only (V8's flags: Node.js refuses them in NODE_OPTIONS)."""
     countable: bool = True
     reason: str = ""                 # why not, when not countable
     warmup: int = DEFAULT_WARMUP
     env: dict = field(default_factory=dict)
+    start: tuple[str, ...] | None = None     # None: the manifest's start
 
     def public(self) -> dict:
         return {"countable": self.countable, "reason": self.reason or None,
-                "warmup": self.warmup, "env": dict(self.env)}
+                "warmup": self.warmup, "env": dict(self.env),
+                "start": list(self.start) if self.start else None}
 
 
 def parse_spec(table, path: Path) -> CountSpec:
@@ -91,11 +95,11 @@ def parse_spec(table, path: Path) -> CountSpec:
         return CountSpec()
     if not isinstance(table, dict):
         raise CountSpecError(f"{path}: [instructions] must be a table")
-    unknown = set(table) - {"countable", "reason", "warmup", "env"}
+    unknown = set(table) - {"countable", "reason", "warmup", "env", "start"}
     if unknown:
         raise CountSpecError(f"{path}: [instructions] has unknown key(s) "
                              f"{', '.join(sorted(unknown))}; known: countable, reason, "
-                             f"warmup, env, note")
+                             f"warmup, env, start")
     countable = table.get("countable", True)
     if not isinstance(countable, bool):
         raise CountSpecError(f"{path}: [instructions] countable must be true or false")
@@ -110,7 +114,13 @@ def parse_spec(table, path: Path) -> CountSpec:
     env = table.get("env", {})
     if not isinstance(env, dict):
         raise CountSpecError(f"{path}: [instructions] env must be a table of variables")
-    return CountSpec(countable, reason, warmup, {str(k): str(v) for k, v in env.items()})
+    start = table.get("start")
+    if start is not None and (not isinstance(start, list) or not start
+                              or not all(isinstance(a, str) for a in start)):
+        raise CountSpecError(f"{path}: [instructions] start must be a non-empty list of "
+                             f"strings (a command, as the manifest's start)")
+    return CountSpec(countable, reason, warmup, {str(k): str(v) for k, v in env.items()},
+                     tuple(start) if start else None)
 
 
 @dataclass(frozen=True)

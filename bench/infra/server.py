@@ -271,7 +271,10 @@ class ServerProcess:
     def command(self) -> list[str]:
         values = template_values(self.spec, self.settings, self.variant.database, self.host,
                                  self.workers)
-        return [manifest.expand(a, values) for a in self.spec.start]
+        # a counted start may have a command of its own ([instructions] start)
+        start = (self.spec.count.start if self.counter is not None and self.spec.count.start
+                 else self.spec.start)
+        return [manifest.expand(a, values) for a in start]
 
     def start(self) -> None:
         if not self.host.port_is_free(self.settings.port, self.settings.host):

@@ -72,7 +72,8 @@ class Counting:
             requests=self.plan.requests, warmup=case.variant.server.count.warmup,
             workers=COUNT_WORKERS, seed=self.plan.seed, runs=self.plan.runs,
             environment={**RUNTIME_ENV.get(case.variant.server.language, {}),
-                         **case.variant.server.count.env})
+                         **case.variant.server.count.env},
+            command=case.variant.server.count.start)
         spec = case.variant.server
         if not spec.count.countable:
             record.not_countable(f"{spec.id}: {spec.count.reason}")

@@ -90,16 +90,23 @@ class CountRecord(Record):
     # what the counted starts add to the server's environment (the runtime's and the
     # manifest's [instructions] env: a fixed hash seed, a Go runtime setting)
     environment: dict = field(default_factory=dict)
+    # the counted starts' command when the manifest gives one ([instructions] start: the
+    # runtime's flags that make it repeatable); absent: the manifest's start
+    command: list[str] = optional()
     runs: list[CountRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def planned(cls, *, key: str, method: str | None, tool: str | None, requests: int,
                 warmup: int, workers: int, seed: int, runs: int,
-                environment: dict | None = None) -> "CountRecord":
-        return cls(key=key, method=method, tool=tool, requests=requests, warmup=warmup,
-                   workers=workers, seed=seed, planned_runs=runs,
-                   environment=dict(environment or {}))
+                environment: dict | None = None,
+                command=None) -> "CountRecord":
+        record = cls(key=key, method=method, tool=tool, requests=requests, warmup=warmup,
+                     workers=workers, seed=seed, planned_runs=runs,
+                     environment=dict(environment or {}))
+        if command:
+            record.command = list(command)
+        return record
 
     @property
     def done(self) -> bool:

@@ -70,11 +70,14 @@ def test_a_count_under_callgrind_strace_and_pythons_tracer(tmp_path):
 
 def test_perf_counts_a_window_it_enables_and_disables_as_strace_does(tmp_path):
     """perf's path: attached to each process, events enabled and disabled through its
-    control FIFO. A system call tracepoint stands in for instructions:u, which this
-    machine's CPU does not expose; its count must agree with strace's."""
+    control FIFO. One system call's tracepoint stands in for instructions:u, which this
+    machine's CPU does not expose; its count must agree with strace's count of that call.
+    sendto, not every call: the handler and accept threads' futex calls (the GIL handed
+    over) depend on timing, and a busy machine added one per request (4.16 against 3.12)."""
     case = fixture_case(tmp_path / "v", 0)
     run = counter(case, tmp_path, lambda where: Perf(LOCAL, where,
-                                                     event="raw_syscalls:sys_enter")).run(
+                                                     event="syscalls:sys_enter_sendto")).run(
         tmp_path / "count", tmp_path)
-    assert run.syscalls.per_request is not None
-    assert run.instructions_per_request == pytest.approx(run.syscalls.per_request, rel=0.1)
+    sent = run.syscalls.by_name.get("sendto")
+    assert sent is not None and sent >= 1, run.syscalls.by_name
+    assert run.instructions_per_request == pytest.approx(sent, rel=0.02)

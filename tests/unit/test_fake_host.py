@@ -251,3 +251,23 @@ def test_roles_not_in_the_hosts_file_run_on_the_local_host_given():
         "to": "10.0.0.3:2222"}
     assert fake.calls == [("rtt", {"address": "10.0.0.3", "port": 2222, "samples": 20})]
     assert round_trip(Hosts(local=fake), "client", "server") is None
+
+
+class _Counter:
+    """An instruction counter's face to the server (bench.infra.counters): it wraps the
+    command and adds to the environment."""
+    def wrap(self, argv):
+        return ["counter", *argv]
+
+    def environment(self, env):
+        return {}
+
+
+def test_a_counted_start_runs_the_manifests_instructions_start(tmp_path):
+    spec = SPECS["fastify"]
+    assert spec.count.start and "--predictable" in spec.count.start
+    plain = ServerProcess(Variant(spec, "none", False), settings(), None, tmp_path / "a.log")
+    counted = ServerProcess(Variant(spec, "none", False), settings(), None, tmp_path / "b.log")
+    counted.counter = _Counter()
+    assert plain.command() == list(spec.start)
+    assert counted.command() == list(spec.count.start) != list(spec.start)

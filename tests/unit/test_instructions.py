@@ -257,6 +257,20 @@ def test_a_manifests_instructions_table_is_checked(tmp_path):
         counting.parse_spec({"warm_up": 3}, tmp_path)
     with pytest.raises(counting.CountSpecError, match="whole number"):
         counting.parse_spec({"warmup": -1}, tmp_path)
+    # a counted start's own command (V8 takes --predictable on its command line only)
+    node = counting.parse_spec({"start": ["node", "--predictable", "server.js"]}, tmp_path)
+    assert node.start == ("node", "--predictable", "server.js") and spec.start is None
+    for wrong in ([], "node --predictable server.js", ["node", 2]):
+        with pytest.raises(counting.CountSpecError, match="start must be"):
+            counting.parse_spec({"start": wrong}, tmp_path)
+
+
+def test_counts_made_with_another_start_command_are_not_compared():
+    base = {"instructions": count([1000.0, 1001.0])}
+    predictable = {"instructions": {**count([1000.0, 1001.0]),
+                                    "command": ["node", "--predictable", "server.js"]}}
+    assert counted.comparable(base, base) is None
+    assert "command None vs ['node', '--predictable'" in counted.comparable(base, predictable)
 
 
 class _Spec:
