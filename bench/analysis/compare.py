@@ -373,11 +373,21 @@ def compare(base: dict, cand: dict, *, threshold: float = DEFAULT_THRESHOLD,
     if result.noise_reasons:
         margin = comparability.NOISE_EXPLAINS * comparability.noise_gap(base, cand)
         for row in result.cases:
-            if row.verdict in (SLOWER, FASTER) and not beyond_noise(row, margin):
+            if row.verdict in (SLOWER, FASTER) and not beyond_noise(row, margin) \
+                    and not counted_moved(row):
                 row.weak = True
                 row.reason = (f"{row.reason} (weak: the runs' noise differs: "
                               f"{'; '.join(result.noise_reasons)})")
     return result
+
+
+def counted_moved(row: CaseComparison) -> bool:
+    """Did a counted figure (instructions, system calls per request) move decisively,
+    the verdict's way? A count is not a sample: how busy the machine was does not move
+    it, so unequally quiet runs do not weaken a verdict it gives."""
+    way = WORSE if row.verdict == SLOWER else BETTER
+    return any(f.figure in counted.COUNTED and not f.weak and f.direction == way
+               for f in row.figures)
 
 
 def beyond_noise(row: CaseComparison, margin: float) -> bool:
