@@ -134,7 +134,8 @@ def python_totals(case: dict) -> list[float]:
 
 def comparable(base: dict, cand: dict) -> str | None:
     """Why two stored counts are not comparable (None: they are): another method, tool
-    version, N, warm-up or worker count makes other figures."""
+    version, N, warm-up, worker count, added environment or start command makes other
+    figures."""
     a, b = count_of(base) or {}, count_of(cand) or {}
     differ = [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in
               ("method", "tool", "requests", "warmup", "workers", "environment",
