@@ -112,8 +112,15 @@ def add_databases(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("databases")
     g.add_argument("--db-mode", choices=("auto", "local", "docker", "external"), default=d.db_mode,
                    help="local: throwaway servers from installed binaries; docker: docker "
-                        "compose; external: --postgres-dsn/--mysql-dsn; auto: docker if an "
-                        "engine answers, else local (default: %(default)s)")
+                        "compose; external: --postgres-dsn/--mysql-dsn; auto: local where "
+                        "the database binaries are installed, else docker if an engine "
+                        "answers (default: %(default)s)")
+    g.add_argument("--db-images", choices=("auto", "official", "local"),
+                   default=os.environ.get("BENCH_DB_IMAGES", d.db_images),
+                   help="docker mode's images: official (postgres:15, mysql:8.4 from the "
+                        "registry), local (built here from the OS's packages: PostgreSQL 15 "
+                        "and MariaDB), auto: official where a registry gives them, else "
+                        "local (env BENCH_DB_IMAGES; default: %(default)s)")
     g.add_argument("--pg-port", type=int, default=d.pg_port, help="default: %(default)s")
     g.add_argument("--mysql-port", type=int, default=d.mysql_port, help="default: %(default)s")
     g.add_argument("--postgres-dsn", default=os.environ.get("BENCH_POSTGRES_DSN"),

@@ -145,10 +145,12 @@ class DatabaseSource:
     postgres_dsn: str | None
     mysql_dsn: str | None
     keep_db: bool
+    db_images: str = "auto"              # docker mode's images: auto, official or local
 
     @classmethod
     def of(cls, s: Settings) -> "DatabaseSource":
-        return cls(s.db_mode, s.pg_port, s.mysql_port, s.postgres_dsn, s.mysql_dsn, s.keep_db)
+        return cls(s.db_mode, s.pg_port, s.mysql_port, s.postgres_dsn, s.mysql_dsn, s.keep_db,
+                   s.db_images)
 
     def port(self, engine: str) -> int:
         return {"postgres": self.pg_port, "mysql": self.mysql_port}[engine]

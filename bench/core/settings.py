@@ -238,6 +238,7 @@ class Settings:
     postgres_dsn: str | None = None
     mysql_dsn: str | None = None
     keep_db: bool = False
+    db_images: str = "auto"              # --db-images: docker mode's database images
     results_dir: Path = REPO / "results"
     servers_dirs: tuple[Path, ...] = (REPO / "servers",)
 

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import psutil
@@ -37,7 +38,7 @@ class RunState:
     def __init__(self, state_dir: Path = STATE_DIR):
         self.path = Path(state_dir) / f"{os.getpid()}.json"
         self.data = {"harness_pid": os.getpid(), "harness_started": _started(os.getpid()),
-                     "run_dir": None, "groups": {}, "paths": []}
+                     "run_dir": None, "groups": {}, "paths": [], "projects": {}}
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -64,6 +65,16 @@ class RunState:
     def path_removed(self, path: Path) -> None:
         if str(path) in self.data["paths"]:
             self.data["paths"].remove(str(path))
+            self._write()
+
+    def project_started(self, name: str, down: list[str], env: dict) -> None:
+        """A compose project (docker mode's databases): the command that removes it, and
+        the environment it needs (DOCKER_HOST, the images' names)."""
+        self.data.setdefault("projects", {})[name] = {"down": down, "env": env}
+        self._write()
+
+    def project_removed(self, name: str) -> None:
+        if self.data.setdefault("projects", {}).pop(name, None) is not None:
             self._write()
 
     def close(self) -> None:
@@ -106,6 +117,16 @@ def path_created(path: Path) -> None:
 def path_removed(path: Path) -> None:
     if ACTIVE is not None:
         ACTIVE.path_removed(path)
+
+
+def project_started(name: str, down: list[str], env: dict) -> None:
+    if ACTIVE is not None:
+        ACTIVE.project_started(name, down, env)
+
+
+def project_removed(name: str) -> None:
+    if ACTIVE is not None:
+        ACTIVE.project_removed(name)
 
 
 # --------------------------------------------------------------------------- the reaper
@@ -185,6 +206,18 @@ def _mark_interrupted(run_dir: str | None, pid: int) -> str | None:
     return str(path)
 
 
+def _remove_project(info: dict) -> str | None:
+    """`compose down` of a dead harness's project (its containers, network and volumes);
+    None when done, else what went wrong."""
+    try:
+        done = subprocess.run(info["down"], env={**os.environ, **info.get("env", {})},
+                              capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if done.returncode == 0 else (done.stderr.strip()[-300:] or
+                                              f"exit {done.returncode}")
+
+
 def reap(state_dir: Path = STATE_DIR) -> list[str]:
     """Clean up after every harness that died without doing so; one message per dead
     harness saying what was found and done. One reaper at a time on this machine: two
@@ -216,6 +249,10 @@ def _reap(state_dir: Path) -> list[str]:
                 done.append(f"stopped process group {pgid} ({' '.join(info.get('argv', [])[:3])})")
                 if remaining:
                     left[pgid] = info
+        for name, info in data.get("projects", {}).items():
+            removed = _remove_project(info)
+            done.append(f"removed compose project {name}" if removed is None else
+                        f"could not remove compose project {name}: {removed}")
         for path in data.get("paths", []):
             if not Path(path).exists():
                 continue

@@ -243,8 +243,11 @@ class Run:
     def _provision(self, engines: list[str]) -> None:
         self.endpoints = self.session.start_databases(engines, self.display)
         for engine, ep in self.endpoints.items():
-            self.doc.databases[engine] = {**ep.public(), "mode": self.session.provider.mode,
-                                          "version": database_version(ep)}
+            provider = self.session.provider
+            # docker mode adds the container's image (name, id, digest, source)
+            described = provider.describe(engine) if hasattr(provider, "describe") else {}
+            self.doc.databases[engine] = {**ep.public(), "mode": provider.mode,
+                                          "version": database_version(ep), **described}
 
     def _database_pids(self, engine: str) -> list[int]:
         provider = self.session.provider

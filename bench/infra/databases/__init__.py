@@ -39,32 +39,53 @@ __all__ = [
     "ENGINES", "INIT_TIMEOUT_S", "KILL_TIMEOUT_S", "MAX_CONNECTIONS", "PORT_FREE_TIMEOUT_S",
     "SERVER_PROCESS_NAMES", "START_TIMEOUT_S", "STOP_TIMEOUT_S", "WILDCARD_ADDRESSES",
     "DockerProvider", "ExternalProvider", "ProvisionError", "ThrowawayProvider",
-    "ThrowawayServer", "choose_mode", "docker_engine_answers", "docker_transport",
+    "ThrowawayServer", "choose_mode", "local_binaries_missing", "docker_engine_answers", "docker_transport",
     "find_server_processes", "for_settings", "port_listeners", "postgres_bindir",
     "process_live", "provider", "require_free_port", "server_processes_in"]
 
 
-def choose_mode(requested: str) -> str:
-    """--db-mode auto: docker when a Docker engine answers here, else local."""
+def local_binaries_missing(engines: list[str]) -> list[str]:
+    """Why local mode cannot start `engines` here ([] when it can)."""
+    from bench.infra.databases.mariadb import binaries
+    missing = []
+    for engine, find in (("postgres", postgres_bindir), ("mysql", binaries)):
+        if engine in engines:
+            try:
+                find()
+            except ProvisionError as exc:
+                missing.append(str(exc))
+    return missing
+
+
+def choose_mode(requested: str, engines: list[str] = ("postgres", "mysql")) -> str:
+    """--db-mode auto: local where the database binaries are installed (the set-up
+    installs them), else docker where an engine answers, else local (whose error then
+    says what to install). Local first: a run's databases must not change with whether
+    someone started a Docker engine for something else (the test suite starts one for
+    its docker tests)."""
     if requested != "auto":
         return requested
+    if not local_binaries_missing(list(engines)):
+        return "local"
     return "docker" if docker_engine_answers() else "local"
 
 
 def provider(mode: str, engines: list[str], *, ports: dict[str, int] | None = None,
              dsns: dict[str, str | None] | None = None, keep: bool = False,
-             host: Host = LOCAL, listen_address: str = "127.0.0.1"):
+             host: Host = LOCAL, listen_address: str = "127.0.0.1",
+             images: str | None = None):
     """The provider for a --db-mode. `host` runs the throwaway servers of "local" (and
     "auto" means "local" there: Docker is only looked for on this machine);
-    `listen_address`: theirs, and their Endpoints' host."""
-    mode = "local" if host.remote and mode == "auto" else choose_mode(mode)
+    `listen_address`: theirs, and their Endpoints' host; `images`: docker mode's
+    --db-images."""
+    mode = "local" if host.remote and mode == "auto" else choose_mode(mode, engines)
     if mode == "local":
         return ThrowawayProvider(engines, ports, keep, host=host, listen_address=listen_address)
     if mode == "docker":
         if host.remote:
             return DockerProvider(engines, ports, keep, docker_host=docker_transport(host),
-                                  listen_address=listen_address)
-        return DockerProvider(engines, ports, keep)
+                                  listen_address=listen_address, image_source=images)
+        return DockerProvider(engines, ports, keep, image_source=images)
     if mode == "external":
         return ExternalProvider(engines, dsns or {})
     raise ProvisionError(f"unknown --db-mode {mode!r}: choose auto, local, docker or external")
@@ -79,4 +100,5 @@ def for_settings(settings, engines: list[str], *, host: Host = LOCAL,
     return provider(mode or settings.db_mode, engines,
                     ports={"postgres": settings.pg_port, "mysql": settings.mysql_port},
                     dsns={"postgres": settings.postgres_dsn, "mysql": settings.mysql_dsn},
-                    keep=settings.keep_db, host=host, listen_address=listen_address)
+                    keep=settings.keep_db, host=host, listen_address=listen_address,
+                    images=getattr(settings, "db_images", None))
