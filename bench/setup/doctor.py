@@ -81,6 +81,22 @@ def counter_rows(find) -> list[list[str]]:
             ["system calls per request", syscalls.method or "none", syscalls.why]]
 
 
+def docker_rows() -> list[list[str]]:
+    """The Docker engine and compose --db-mode docker would use (informational: the
+    default run needs neither)."""
+    from bench.infra.containers import engine
+    found = engine.engine_state()
+    rows = [["engine", found.server_version or "-",
+             "answers" + (f" (cgroup v{found.cgroup_version})" if found.cgroup_version
+                          else "") if found.answers else found.why]]
+    try:
+        compose = engine.find_compose()
+        rows.append(["compose", compose.version, " ".join(compose.command)])
+    except engine.ComposeMissing as exc:
+        rows.append(["compose", "-", str(exc)])
+    return rows
+
+
 def main(argv: list[str] | None = None, find=probe.find) -> int:
     parser = argparse.ArgumentParser(
         prog="run_bench.py doctor",
@@ -108,6 +124,8 @@ def main(argv: list[str] | None = None, find=probe.find) -> int:
     print(table(server_rows(proxies, proxies_out), ["proxy", "needs", "status", "why not"]))
     print("\nCounters for --instructions (bench/setup/counters.py):\n")
     print(table(counter_rows(cached), ["figure", "counter", "what was found"]))
+    print("\nDocker for --db-mode docker (bench/infra/containers; not needed by default):\n")
+    print(table(docker_rows(), ["part", "version", "state"]))
     setup_plan = plan.make_plan(purposes, rows, specs, find=cached)
     actions = what_setup_would_do(states, setup_plan)
     print("\nWhat `make setup` would do:" if actions else

@@ -14,7 +14,8 @@ import sys
 
 from bench.paths import CACHE_DIR, REPO
 
-SCRIPTS = {"oha": "install_oha.sh", "k6": "install_k6.sh", "h2spec": "install_h2spec.sh"}
+SCRIPTS = {"oha": "install_oha.sh", "k6": "install_k6.sh", "h2spec": "install_h2spec.sh",
+           "docker-compose": "install_docker-compose.sh"}
 
 
 def install(tool: str) -> str | None:

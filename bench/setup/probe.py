@@ -25,11 +25,13 @@ SYSTEM_DIRS = ("/usr/sbin", "/sbin", "/usr/local/sbin")
 VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 # the argv that makes each tool say its version; the default is `<tool> --version`
 VERSION_ARGS = {"wrk": ["-v"], "nginx": ["-v"], "sshd": ["-V"], "ip": ["-V"],
-                "go": ["version"], "haproxy": ["-v"], "caddy": ["version"], "k6": ["version"]}
+                "go": ["version"], "haproxy": ["-v"], "caddy": ["version"], "k6": ["version"],
+                "docker-compose": ["version", "--short"]}
 # tools the set-up builds into the harness's own tool folder (scripts/install_k6.sh's
-# GOBIN, install_h2spec.sh's -o), looked for there before PATH: the one the harness runs
-# (bench/load/k6.py, bench/verify/h2spec.py)
-TOOL_DIR_TOOLS = ("k6", "h2spec")
+# GOBIN, install_h2spec.sh's and install_docker-compose.sh's -o), looked for there before
+# PATH: the one the harness runs (bench/load/k6.py, bench/verify/h2spec.py,
+# bench/infra/containers/engine.py)
+TOOL_DIR_TOOLS = ("k6", "h2spec", "docker-compose")
 PROBE_TIMEOUT_S = 10
 
 

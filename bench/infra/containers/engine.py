@@ -3,7 +3,7 @@
 Compose: the harness speaks compose v2 (`up --wait`, `ps --status`), found as the docker
 CLI's plugin (`docker compose`, what Docker's own packages install) or as a standalone
 v2 binary (`docker-compose`: the harness's tool folder first, where
-scripts/install_compose.sh builds it from its Go module, then PATH). Debian's
+scripts/install_docker-compose.sh builds it from its Go module, then PATH). Debian's
 docker-compose 1.29 (v1, Python, end of life since 2023) has no `up --wait`: it is named
 as too old, never half-used.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from bench.infra.host import LOCAL
 from bench.paths import CACHE_DIR
 
-TOOLS = CACHE_DIR / "bin"                 # scripts/install_compose.sh's output folder
+TOOLS = CACHE_DIR / "bin"                 # scripts/install_docker-compose.sh's output folder
 COMPOSE_MINIMUM = (2, 20)                 # `up --wait-timeout` and `ps --status` as used
 INFO_TIMEOUT_S = 20
 DOCKERD_PATHS = ("/usr/sbin/dockerd", "/usr/bin/dockerd")
@@ -131,5 +131,5 @@ def find_compose() -> Compose:
         "--db-mode docker needs Docker Compose v2 (>= "
         f"{'.'.join(map(str, COMPOSE_MINIMUM))}): "
         + ("; ".join(tried) if tried else "none found")
-        + ". `bash scripts/install_compose.sh` builds it from its Go module into "
+        + ". `bash scripts/install_docker-compose.sh` builds it from its Go module into "
         f"{TOOLS}, or install Docker's compose plugin")
