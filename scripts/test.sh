@@ -90,6 +90,14 @@ case "$tier" in
     phase "builds: every server and Traefik (run_bench.py build)" "$py" run_bench.py build
     phase "tools: oha and k6 (scripts/install_oha.sh, install_k6.sh)" \
       bash -c 'bash scripts/install_oha.sh && bash scripts/install_k6.sh'
+    # the Docker tests run, never skip: an engine is started when none answers (and
+    # stopped at the end, only if this tier started it), compose v2 is built, and the
+    # database images are pulled or built here, each timed
+    trap 'bash scripts/docker_engine.sh stop' EXIT
+    export BENCH_DOCKER_TESTS=required
+    phase "docker: engine, compose v2, database images (run_bench.py images)" \
+      bash -c 'bash scripts/docker_engine.sh start && bash scripts/install_docker-compose.sh &&
+               '"$py"' run_bench.py images'
     pytest_phase "pytest, parallel ($workers workers): everything but measure" \
       "${parallel[@]}" -m "not measure"
     pytest_phase "pytest, serial: the tests that measure" -m "measure" ;;

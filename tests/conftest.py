@@ -10,6 +10,7 @@ fixed, share one xdist group (they run one after another on one worker).
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import os
 import sys
@@ -44,6 +45,31 @@ E2E_MYSQL_PORT = 14307 + WORKER_OFFSET
 # the xdist group of the tests on the network-namespace test bed (tests/netns: one bed
 # of fixed names and addresses per machine)
 NETNS = pytest.mark.xdist_group("netns")
+# the xdist group of the tests that use the Docker engine: one worker runs them one after
+# another (one of them stops and starts the engine; image builds are the engine's to share)
+DOCKER = pytest.mark.xdist_group("docker")
+
+
+@functools.lru_cache(maxsize=1)
+def docker_engine():
+    from bench.infra.containers import engine
+    return engine.engine_state()
+
+
+def needs_docker():
+    """A mark for the tests that need a Docker engine: skipped where none answers, saying
+    so, but failed when BENCH_DOCKER_TESTS=required (scripts/test.sh's `all` tier, which
+    starts an engine: there a Docker test that does not run is a failure, not a skip)."""
+    if docker_engine().answers:
+        return pytest.mark.skipif(False, reason="a Docker engine answers")
+    if os.environ.get("BENCH_DOCKER_TESTS") == "required":
+        return pytest.mark.usefixtures("docker_required_but_missing")
+    return pytest.mark.skip(reason=f"no Docker engine: {docker_engine().why}")
+
+
+@pytest.fixture
+def docker_required_but_missing():
+    pytest.fail(f"BENCH_DOCKER_TESTS=required, but {docker_engine().why}")
 
 
 def selected_servers(specs: dict) -> dict:

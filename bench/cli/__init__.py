@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from bench import session
-from bench.cli import ab, arguments, compare, envs, report
+from bench.cli import ab, arguments, compare, envs, images, report
 from bench.core import manifest
 from bench.core.suite import SUITE_TESTS
 from bench.core.settings import TESTS, SelectionError, Settings, validate
@@ -26,7 +26,7 @@ from bench.storage import results
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 COMMANDS = ("run", "list", "serve", "verify", "build", "compare", "calibrate", "report",
-            "history", "doctor", "ab", "envs")
+            "history", "doctor", "ab", "envs", "images")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -108,6 +108,7 @@ def parser() -> argparse.ArgumentParser:
     report.add_parsers(sub, Settings().results_dir)
     ab.add_parser(sub)
     envs.add_parser(sub)
+    images.add_parser(sub)
     return top
 
 
@@ -242,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         return report.show_history(args)
     if args.command == "envs":
         return envs.run(args)
+    if args.command == "images":
+        return images.run(args)
     from bench.infra import state
     if args.command in ("run", "serve", "verify", "calibrate", "ab"):
         clean_up_after_dead_runs()

@@ -78,6 +78,12 @@ class RunState:
             self._write()
 
     def close(self) -> None:
+        if self.data.get("projects"):
+            # a compose project this harness could not remove (its engine stopped
+            # answering): left on record for the next invocation's reaper, alone
+            self.data.update(run_dir=None, groups={}, paths=[])
+            self._write()
+            return
         self.path.unlink(missing_ok=True)
 
 
@@ -249,10 +255,14 @@ def _reap(state_dir: Path) -> list[str]:
                 done.append(f"stopped process group {pgid} ({' '.join(info.get('argv', [])[:3])})")
                 if remaining:
                     left[pgid] = info
+        kept_projects = {}
         for name, info in data.get("projects", {}).items():
             removed = _remove_project(info)
             done.append(f"removed compose project {name}" if removed is None else
-                        f"could not remove compose project {name}: {removed}")
+                        f"could not remove compose project {name} (tried again by the "
+                        f"next invocation): {removed}")
+            if removed is not None:
+                kept_projects[name] = info
         for path in data.get("paths", []):
             if not Path(path).exists():
                 continue
@@ -265,10 +275,11 @@ def _reap(state_dir: Path) -> list[str]:
         marked = _mark_interrupted(data.get("run_dir"), pid)
         if marked:
             done.append(f"marked {marked} interrupted")
-        if left:
-            data["groups"] = left
+        if left or kept_projects:
+            data.update(groups=left, projects=kept_projects, run_dir=None)
             file.write_text(json.dumps(data))
-            done.append(f"could not stop process groups {', '.join(left)}")
+            if left:
+                done.append(f"could not stop process groups {', '.join(left)}")
         else:
             file.unlink(missing_ok=True)
         if done:

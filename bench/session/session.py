@@ -189,8 +189,10 @@ class Session:
             # a database on another machine listens on its address, where servers reach it
             listen_address=self.hosts.specs["database"].address if remote else "127.0.0.1",
             mode=self.hosts.database_mode)
-        (display or self.display).step(f"databases ({provider.mode}): starting "
-                                       f"{', '.join(engines)}")
+        speaker = display or self.display
+        speaker.step(f"databases ({provider.mode}): starting {', '.join(engines)}")
+        if hasattr(provider, "on_step"):        # docker mode's image pulls and builds
+            provider.on_step = lambda text: speaker.step(f"databases ({provider.mode}): {text}")
         try:
             self.endpoints = provider.start()
         except BaseException:

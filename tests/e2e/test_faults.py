@@ -58,9 +58,9 @@ def nothing_left() -> None:
 class Harness:
     """run_bench.py in the background, its output read line by line."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, ports: list[str] = PORTS):
         self.proc = subprocess.Popen([sys.executable, "run_bench.py", *args, "--threads", "1",
-                                      *PORTS], cwd=REPO, stdout=subprocess.PIPE,
+                                      *ports], cwd=REPO, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

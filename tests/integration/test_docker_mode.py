@@ -1,6 +1,13 @@
 """--db-mode docker end to end: the compose databases brought up fresh, and every kind of
 client the benchmark uses authenticating FIRST against them.
 
+In the images --db-images chooses: the official postgres:15 and mysql:8.4 where a
+registry answers, else those built here from Debian's packages (PostgreSQL 15 and
+MariaDB, as on this project's CI). What follows is MySQL 8.4's case; on MariaDB the same
+tests run with a fresh account of MariaDB's default plugin (mysql_native_password:
+MariaDB has no caching_sha2_password and no login cache), so every client still logs in
+first on a fresh container.
+
 Why "first": MySQL 8.4's default plugin, caching_sha2_password, lets a login through
 on a cheap path only once the server has cached that account, i.e. after one "full
 authentication", which without TLS needs an RSA key exchange the client must support.
@@ -11,9 +18,10 @@ external MySQL servers), and the compose file's `bench` user, which
 docker-compose.yml makes a mysql_native_password account so that no ordering or
 RSA support matters (checked here too).
 
-Runs only where a Docker engine answers `docker info` (skipped elsewhere, saying so).
-It uses its own compose project and free ports, so a benchmark's databases are never
-touched, and tears everything down at the end.
+Runs where a Docker engine answers (`make test-all` starts one: scripts/docker_engine.sh);
+where none does it is skipped, saying so, except under BENCH_DOCKER_TESTS=required (what
+scripts/test.sh's `all` tier sets): then it fails. It uses its own compose project and
+free ports, so a benchmark's databases are never touched, and tears everything down.
 """
 from __future__ import annotations
 
@@ -32,12 +40,13 @@ from bench.infra import databases, db
 from bench.infra.lifecycle import running_server
 from bench.infra.server import build, log_tail
 from bench.verify import verifier
+from tests.conftest import DOCKER, needs_docker
 
 pytestmark = [
     pytest.mark.full,                     # `make test-all` only (axum, a Rust build)
     pytest.mark.integration,
-    pytest.mark.skipif(not databases.docker_engine_answers(),
-                       reason="no Docker engine answers `docker info`"),
+    DOCKER,
+    needs_docker(),
 ]
 
 PROJECT = "webbench-test-docker-mode"     # not the project a benchmark run uses
@@ -76,17 +85,25 @@ def mysql_root(ep: db.Endpoint):
                            autocommit=True, connect_timeout=5)
 
 
+def is_mariadb(compose) -> bool:
+    return "mariadb" in db.scalar(compose[1]["mysql"], "SELECT VERSION()").lower()
+
+
 def fresh_sha2_account(compose, name: str) -> db.Endpoint:
-    """An account no client has logged in as: its first login is a full authentication."""
+    """An account no client has logged in as: on MySQL 8.4 a caching_sha2_password one,
+    whose first login is a full authentication; on MariaDB (no such plugin) one of its
+    default plugin."""
     ep = compose[1]["mysql"]
     password = f"{name}-pw-1"
+    plugin = "mysql_native_password" if is_mariadb(compose) else "caching_sha2_password"
     with mysql_root(ep) as root:
         cur = root.cursor()
-        cur.execute(f"CREATE USER '{name}'@'%' IDENTIFIED WITH caching_sha2_password "
-                    f"BY '{password}'")
+        cur.execute(f"CREATE USER '{name}'@'%' IDENTIFIED "
+                    + ("" if plugin == "mysql_native_password" else f"WITH {plugin} ")
+                    + f"BY '{password}'")
         cur.execute(f"GRANT ALL ON {ep.name}.* TO '{name}'@'%'")
         cur.execute("SELECT plugin FROM mysql.user WHERE user = %s", (name,))
-        assert cur.fetchone()[0] == "caching_sha2_password"
+        assert cur.fetchone()[0] == plugin
     return db.Endpoint("mysql", ep.host, ep.port, name, password, ep.name)
 
 
@@ -118,7 +135,7 @@ def test_the_harness_logged_in_first_and_filled_both_tables(compose):
 
 # ------------------------------------------------------------------ each client, first
 
-def test_harness_db_py_first_login_with_caching_sha2(compose):
+def test_harness_db_py_first_login_of_a_fresh_account(compose):
     ep = fresh_sha2_account(compose, "first_harness")
     assert db.scalar(ep, "SELECT COUNT(*) FROM users") == dataset.ROW_COUNT
 
@@ -230,3 +247,30 @@ def test_a_killed_container_is_noticed_and_restarted_fresh(compose, engine):
     if engine == "mysql":
         test_the_bench_user_is_a_mysql_native_password_account(compose)
     assert os.environ.get("COMPOSE_PROJECT_NAME") == PROJECT
+
+
+# ------------------------------------------------------------------ the database's figures
+
+@pytest.mark.parametrize("engine", ["postgres", "mysql"])
+def test_the_databases_processes_and_sockets_are_read_from_its_container(compose, engine):
+    """The same figures as local mode: the container's processes (its cgroup) and the
+    userland proxy of its published port, as pids of this machine, and the TCP sockets
+    they hold, read in the container's network namespace."""
+    import psutil
+    from bench.infra.host import LOCAL
+    prov, endpoints = compose
+    with db.connect(endpoints[engine]):              # one client connection held open
+        pids = prov.pids(engine)
+        names = {psutil.Process(pid).name() for pid in pids}
+        assert "docker-proxy" in names, names
+        assert any(n.startswith("containerd-shim") for n in names), names
+        server = {"postgres": "postgres", "mysql": "mariadbd" if is_mariadb(compose)
+                  else "mysqld"}[engine]
+        assert server in names, names
+        refs = list(LOCAL.processes(pids).values())
+        inside = [r for r in refs if psutil.Process(r.pid).name() != "docker-proxy"]
+        found = LOCAL.socket_memory({"database": inside, "proxy":
+                                     [r for r in refs if r not in inside]})
+    # the database's end of the proxy's connection lives in the container's namespace;
+    # the proxy holds both ends of its relay in this one
+    assert found["database"][1] >= 1 and found["proxy"][1] >= 2, found

@@ -6,10 +6,19 @@ one docker made for the container (cgroup v1: the pids controller's folder; v2: 
 unified one), found from the container's first process (`docker inspect`'s State.Pid).
 Only for an engine on this machine: a container on another machine (DOCKER_HOST=ssh://)
 has no pids here, and its figures are "not measured", as before.
+
+The connections to a published port pass through Docker's userland proxy (docker-proxy,
+one process per published port, outside the container's cgroup): with `dockerd
+--iptables=false` every connection does, and with iptables those to 127.0.0.1 still do.
+It is work docker mode adds to every query, so it is counted with the database
+(`port_proxies`), not left in the machine's foreign load; so is the containerd shim that
+runs the container.
 """
 from __future__ import annotations
 
 from pathlib import Path
+
+import psutil
 
 from bench.infra.host import LOCAL
 
@@ -51,10 +60,37 @@ def pids_in(folder: Path) -> list[int]:
 
 
 def container_pids(container: str, env: dict | None = None) -> list[int]:
-    """Every process of a running container, as pids of this machine ([] when it is not
-    running here)."""
+    """Every process of a running container and its shim, as pids of this machine ([]
+    when it is not running here)."""
     pid = main_pid(container, env)
     if pid is None:
         return []
     folder = cgroup_folder(pid)
-    return pids_in(folder) if folder is not None else [pid]
+    return [*(pids_in(folder) if folder is not None else [pid]), *_shim(pid)]
+
+
+def _shim(pid: int) -> list[int]:
+    """The containerd shim that runs the container (its first process's parent, outside
+    its cgroup): it relays the container's stdio and waits on it, work of docker mode."""
+    try:
+        parent = psutil.Process(pid).parent()
+        return [parent.pid] if parent and parent.name().startswith("containerd-shim") else []
+    except psutil.Error:
+        return []
+
+
+def port_proxies(host_port: int) -> list[int]:
+    """The docker-proxy processes that publish `host_port` on this machine."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        argv = proc.info["cmdline"] or []
+        if proc.info["name"] == "docker-proxy" and _flag(argv, "-host-port") == str(host_port):
+            found.append(proc.pid)
+    return found
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv[:-1]):
+        if arg == name:
+            return argv[i + 1]
+    return None

@@ -116,7 +116,7 @@ def choose(engines: list[str], source: str, env: dict | None = None,
             raise ImageError("--db-images official: cannot pull " + "; ".join(refused)
                              + " (no registry answers? --db-images local builds them from "
                                "the operating system's packages)")
-        why = "no registry gave the official images (" + "; ".join(refused)[:300] + ")"
+        why = f"no registry gave the official images ({refused[0][:160]})"
     else:
         why = "--db-images local"
     built = build_local(engines, env, on_step)
@@ -180,7 +180,8 @@ def build_local(engines: list[str], env: dict | None = None,
             continue
         on_step(f"building {name} from images/{LOCAL_FOLDERS[engine]}/Dockerfile")
         started = time.monotonic()
-        done = _docker("build", "--network", "host", "--build-arg", f"BASE={base}",
+        # --force-rm: a failed step's container is removed too (docker keeps it by default)
+        done = _docker("build", "--force-rm", "--network", "host", "--build-arg", f"BASE={base}",
                        "--label", f"{RECIPE_LABEL}={want}", "--tag", name,
                        str(IMAGES_DIR / LOCAL_FOLDERS[engine]),
                        timeout=BUILD_TIMEOUT_S, env=env)

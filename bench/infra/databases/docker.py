@@ -100,10 +100,18 @@ class DockerProvider:
         done = self.compose("logs", "--no-color", "--tail", "30", *services, timeout=30)
         return tail(done.stdout + done.stderr, 3000) or "(none)"
 
+    def _require_engine(self) -> None:
+        """ProvisionError saying why, and what to do, when the engine does not answer."""
+        found = docker_engine.engine_state({**os.environ, **self.docker_env()})
+        if not found.answers:
+            raise ProvisionError(f"--db-mode docker: {found.why}")
+        self.engine_version = found.server_version
+
     def _check(self, done: Completed, what: str, timeout: float,
                services: list[str]) -> None:
         if not done.timed_out and done.returncode == 0:
             return
+        self._require_engine()          # an engine that stopped answering says so first
         head = (f"`docker compose {what}` did not finish within {timeout:.0f} s (stopped)"
                 if done.timed_out else f"`docker compose {what}` failed (exit {done.returncode})")
         raise ProvisionError(f"{head}:\n{tail(done.stderr + done.stdout)}\n"
@@ -130,10 +138,7 @@ class DockerProvider:
         return ep
 
     def start(self) -> dict[str, db.Endpoint]:
-        found = docker_engine.engine_state({**os.environ, **self.docker_env()})
-        if not found.answers:
-            raise ProvisionError(f"--db-mode docker: {found.why}")
-        self.engine_version = found.server_version
+        self._require_engine()
         for name in self.engines:
             require_free_port(self.ports[name], f"the {name} container")
         self.compose_argv()                      # compose v2 is here, before any build
@@ -170,12 +175,15 @@ class DockerProvider:
         return self._containers[engine_name]
 
     def pids(self, engine_name: str) -> list[int]:
-        """The container's processes on this machine (its cgroup); none for an engine on
-        another machine, whose figures are then "not measured"."""
+        """The container's processes on this machine (its cgroup) and the userland proxy
+        of its published port; none for an engine on another machine, whose figures are
+        then "not measured"."""
         if self.docker_host:
             return []
         container = self.container(engine_name)
-        return cgroup.container_pids(container) if container else []
+        if not container:
+            return []
+        return [*cgroup.container_pids(container), *cgroup.port_proxies(self.ports[engine_name])]
 
     def alive(self, engine: str) -> bool:
         """The container runs and its database accepts a connection within 2 s."""
@@ -205,6 +213,10 @@ class DockerProvider:
                        + (f"did not finish within {COMPOSE_TIMEOUT_S} s" if done.timed_out
                           else f"failed (exit {done.returncode})")
                        + f": {tail(done.stderr + done.stdout, 500)}")
+            found = docker_engine.engine_state({**os.environ, **self.docker_env()})
+            if not found.answers:
+                problem += (f" ({found.why}); its containers are on record: the next "
+                            f"run_bench.py invocation removes them once the engine answers")
             print(f"databases: {problem}", file=sys.stderr, flush=True)
             return [problem]
         state.project_removed(self.project)
