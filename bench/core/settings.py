@@ -226,9 +226,8 @@ class Settings:
     port: int = 18080
     error_threshold: float = 0.001       # fraction of requests sent; above it a sample is invalid
     unstable_cv: float = 0.10            # a case whose req/s CV exceeds this is unstable
-    # Other processes' share of the machine's CPU above which a sample is marked (5 %:
-    # on this 2-core machine a tenth of a core, about what moves req/s by the 3 % that
-    # compare's calibration floor calls a change; idle daemons stay far below it)
+    # Other processes' share of the CPU above which a sample is marked (5 %: on 2 cores a
+    # tenth of a core, about what moves req/s by compare's 3 % floor; idle daemons: far less)
     foreign_cpu_limit: float = 0.05
     strict: bool = False                 # a sample above that limit is invalid, not marked
     verify: bool = True

@@ -34,12 +34,16 @@ class RoleCgroups:
     """One window's cgroups: `open()`, `place()` the roles' processes as they are seen,
     `start()`, `stop()` (reads), `close()` (always: moves what still runs back out)."""
 
-    def __init__(self, hosts: dict[str, Host], adopted: dict[str, str] | None = None):
+    def __init__(self, hosts: dict[str, Host], adopted: dict[str, str] | None = None,
+                 left_alone: dict[str, str] | None = None):
         """`adopted`: a role whose processes were born in a cgroup v2 of their own (a
         memory cap, bench.infra.memory_cap) is counted in that one: moving them would take
-        them out of it. It is read like the others, neither placed into nor removed."""
+        them out of it. It is read like the others, neither placed into nor removed.
+        `left_alone`: role -> why its processes are not moved and it is read from /proc
+        (a database in a container stays in the cgroups its engine made)."""
         self.hosts = hosts
         self.adopted = dict(adopted or {})
+        self.left_alone = dict(left_alone or {})
         self.window = f"w{next(_windows)}"
         self.paths: dict[str, str] = {}          # role -> its cgroup folder on its host
         self.why_not: dict[str, str] = {}        # role -> why it is measured from /proc
@@ -57,7 +61,9 @@ class RoleCgroups:
         return out
 
     def open(self) -> "RoleCgroups":
-        for host, roles in self._by_host(self.hosts).values():
+        self.why_not.update({r: why for r, why in self.left_alone.items() if r in self.hosts})
+        for host, roles in self._by_host([r for r in self.hosts
+                                          if r not in self.left_alone]).values():
             self.paths.update({r: self.adopted[r] for r in roles if r in self.adopted})
             roles = [r for r in roles if r not in self.adopted]
             if not roles:

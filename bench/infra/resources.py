@@ -80,6 +80,7 @@ class ResourceSampler:
                                                tuple[Callable[[], list[int]], Host]]],
                  host: Host = LOCAL, interval: float = CPU_INTERVAL_S,
                  adopted: dict[str, str] | None = None,
+                 left_alone: dict[str, str] | None = None,
                  cgroup_memory: dict[str, Callable[[], dict | None]] | None = None):
         self.groups = {name: _Group(*g) if isinstance(g, tuple) else _Group(g, host)
                        for name, g in groups.items()}
@@ -89,8 +90,10 @@ class ResourceSampler:
         self._procs: dict[tuple[int, int], ProcessRef] = {}    # (id(host), pid) -> ref
         self.started = self.ended = 0.0
         self.readings = 0
-        # `adopted`: a role counted in the cgroup v2 it was born in (bench.infra.cgroups)
-        self.cgroups = RoleCgroups({name: g.host for name, g in self.groups.items()}, adopted)
+        # `adopted`: a role counted in the cgroup v2 it was born in; `left_alone`: a role
+        # whose processes are not to be moved, read from /proc (bench.infra.cgroups)
+        self.cgroups = RoleCgroups({name: g.host for name, g in self.groups.items()}, adopted,
+                                   left_alone)
         # a role in a memory cgroup of its own (--server-memory): its account read with
         # each memory reading, the fullest kept (socket buffers exist only under load)
         self.cgroup_memory = dict(cgroup_memory or {})

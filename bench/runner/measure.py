@@ -71,10 +71,14 @@ class Measurer:
 
     def __init__(self, context: RunContext, *, client_host, server_host, db_host,
                  pids_of: Callable[[str], list[int]],
-                 phase: Callable[[str], None] = lambda name: None):
+                 phase: Callable[[str], None] = lambda name: None,
+                 db_cgroups_kept: Callable[[], str | None] = lambda: None):
+        """`db_cgroups_kept`: why the database's processes must stay in their own cgroups
+        (a container's), or None when the harness may move them into the role's."""
         self.context, self.plan = context, context.load
         self.client_host, self.server_host, self.db_host = client_host, server_host, db_host
         self.pids_of, self.phase = pids_of, phase
+        self.db_cgroups_kept = db_cgroups_kept
 
     def request(self, test: str, url: str, params: LoadParams, seed: int, duration_s: float,
                 rate: float | None = None, n: int | None = None,
@@ -132,6 +136,8 @@ class Measurer:
         sampler = ResourceSampler(self._resource_groups(running, case.variant.database,
                                                         client_pid),
                                   adopted={r: c.path for r, c in caps.items() if c.is_v2},
+                                  left_alone={"database": kept}
+                                  if (kept := self.db_cgroups_kept()) else None,
                                   cgroup_memory={r: c.read for r, c in caps.items()})
         # where the client connections are, half-way through the measured window; with
         # the client's keep-alive connections straight on the server, all of them once seen

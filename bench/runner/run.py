@@ -172,7 +172,9 @@ class Run:
                      + PLANNED_OVERHEAD_S) as self.display:
             self.measurer = Measurer(self.context, client_host=self.client_host,
                                      server_host=self.server_host, db_host=self.db_host,
-                                     pids_of=self._database_pids, phase=self.display.phase)
+                                     pids_of=self._database_pids, phase=self.display.phase,
+                                     db_cgroups_kept=lambda: getattr(
+                                         self.session.provider, "cgroups_kept", None))
             return self._execute(todo)
 
     def _execute(self, todo: list[Sample]) -> dict:

@@ -253,7 +253,26 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
                          f"cap needs a writable memory cgroup: root, or a delegated cgroup "
                          f"tree)")
     docker = context.databases.db_mode == "docker" or hosts.database_mode == "docker"
-    if docker and databases_needed(cases) and not LOCAL.which("docker"):
-        found.append("--db-mode docker needs the docker command: install Docker, or use "
-                     "--db-mode local")
+    if docker and databases_needed(cases):
+        found += docker_problems(hosts)
     return found
+
+
+def docker_problems(hosts) -> list[str]:
+    """Docker mode's engine and compose, before anything starts: an engine that is
+    installed but not running is named with how to start it (the engine of a [database]
+    host is reached over SSH only when the databases start)."""
+    from bench.infra.containers import engine
+    if not LOCAL.which("docker"):
+        return ["--db-mode docker needs the docker command: install Docker (Debian: "
+                "docker.io), or use --db-mode local"]
+    problems = []
+    if not hosts.is_remote("database"):
+        found = engine.engine_state()
+        if not found.answers:
+            problems.append(f"--db-mode docker: {found.why}")
+    try:
+        engine.find_compose()
+    except engine.ComposeMissing as exc:
+        problems.append(str(exc))
+    return problems

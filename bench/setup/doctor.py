@@ -81,19 +81,23 @@ def counter_rows(find) -> list[list[str]]:
             ["system calls per request", syscalls.method or "none", syscalls.why]]
 
 
-def docker_rows() -> list[list[str]]:
+def docker_rows(find) -> list[list[str]]:
     """The Docker engine and compose --db-mode docker would use (informational: the
-    default run needs neither)."""
-    from bench.infra.containers import engine
-    found = engine.engine_state()
-    rows = [["engine", found.server_version or "-",
-             "answers" + (f" (cgroup v{found.cgroup_version})" if found.cgroup_version
-                          else "") if found.answers else found.why]]
-    try:
-        compose = engine.find_compose()
-        rows.append(["compose", compose.version, " ".join(compose.command)])
-    except engine.ComposeMissing as exc:
-        rows.append(["compose", "-", str(exc)])
+    default run needs neither). Asked with the standard library, as the rest of doctor;
+    a run asks bench.infra.containers.engine, which also says how to start an engine."""
+    server = probe.say_version(["docker", "version", "--format", "{{.Server.Version}}"]) \
+        if probe.which("docker") else None
+    dockerd = find("dockerd")
+    rows = [["engine", server or dockerd.version or "-",
+             "answers" if server else
+             "installed, not running (scripts/docker_engine.sh start)" if dockerd.path else
+             "not installed (Debian: docker.io)"]]
+    plugin = probe.say_version(["docker", "compose", "version", "--short"]) \
+        if probe.which("docker") else None
+    standalone = find("docker-compose")
+    rows.append(["compose", plugin or standalone.version or "-",
+                 "docker compose (plugin)" if plugin else standalone.path or
+                 "none (bash scripts/install_docker-compose.sh builds v2)"])
     return rows
 
 
@@ -125,7 +129,7 @@ def main(argv: list[str] | None = None, find=probe.find) -> int:
     print("\nCounters for --instructions (bench/setup/counters.py):\n")
     print(table(counter_rows(cached), ["figure", "counter", "what was found"]))
     print("\nDocker for --db-mode docker (bench/infra/containers; not needed by default):\n")
-    print(table(docker_rows(), ["part", "version", "state"]))
+    print(table(docker_rows(cached), ["part", "version", "state"]))
     setup_plan = plan.make_plan(purposes, rows, specs, find=cached)
     actions = what_setup_would_do(states, setup_plan)
     print("\nWhat `make setup` would do:" if actions else

@@ -9,8 +9,10 @@ test stops the engine (only the one the suite started), so every Docker test is 
 xdist group: one worker runs them one after another."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -147,3 +149,17 @@ def test_an_engine_that_stops_under_a_run_ends_it_clearly_and_its_containers_are
         assert f"removed compose project {project}" in out.stderr, out.stderr
     assert project_leftovers(project) == []
     nothing_left()
+
+
+def test_an_engine_that_does_not_answer_is_named_before_anything_starts(tmp_path):
+    """The preflight asks the engine (here: DOCKER_HOST at a socket nobody serves) and
+    stops the run before a database, build or server starts."""
+    done = subprocess.run(
+        [sys.executable, "run_bench.py", "--servers", "gin", "--tests", "get_user",
+         "--databases", "postgres", "--results-dir", str(tmp_path), *DOCKER_PORTS],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/nobody.sock"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "error: --db-mode docker: the Docker engine at DOCKER_HOST does not answer" \
+        in done.stderr, done.stderr
+    assert "databases (docker): starting" not in done.stdout

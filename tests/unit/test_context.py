@@ -27,7 +27,7 @@ DEFAULT_PUBLIC = {
     "error_threshold": 0.001, "unstable_cv": 0.1, "foreign_cpu_limit": 0.05,
     "strict": False, "verify": True, "db_mode": "auto",
     "pg_port": 15432, "mysql_port": 13306, "postgres_dsn": False, "mysql_dsn": False,
-    "keep_db": False, "results_dir": str(REPO / "results"),
+    "keep_db": False, "db_images": "auto", "results_dir": str(REPO / "results"),
     "servers_dirs": [str(REPO / "servers")], "threads_requested": None}
 
 

@@ -48,6 +48,10 @@ class DockerProvider:
     where they are; docker runs the containers there)."""
     mode = "docker"
     host = LOCAL        # the containers' processes are not the harness's to read
+    # the run measures the database from /proc rather than moving its processes into a
+    # cgroup of the harness's: that would take them out of the container's
+    cgroups_kept = ("docker mode: the container's processes stay in the cgroups its engine "
+                    "made; read from /proc")
 
     def __init__(self, engines: list[str], ports: dict[str, int] | None = None,
                  keep: bool = False, docker_host: str | None = None,
