@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import psutil
@@ -37,45 +38,56 @@ class RunState:
 
     def __init__(self, state_dir: Path = STATE_DIR):
         self.path = Path(state_dir) / f"{os.getpid()}.json"
+        self._lock = threading.RLock()
         self.data = {"harness_pid": os.getpid(), "harness_started": _started(os.getpid()),
                      "run_dir": None, "groups": {}, "paths": [], "projects": {}}
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data))
-        os.replace(tmp, self.path)
+        # one writer at a time: the resource sampler's thread starts processes too (docker
+        # mode's `compose ps`), and two writers sharing the .tmp file lost a rename
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.data))
+            os.replace(tmp, self.path)
 
     def run_dir(self, path: Path) -> None:
-        self.data["run_dir"] = str(path)
-        self._write()
+        with self._lock:
+            self.data["run_dir"] = str(path)
+            self._write()
 
     def group_started(self, pid: int, argv: list[str]) -> None:
-        self.data["groups"][str(pid)] = {"started": _started(pid), "argv": argv[:6]}
-        self._write()
+        with self._lock:
+            self.data["groups"][str(pid)] = {"started": _started(pid), "argv": argv[:6]}
+            self._write()
 
     def group_stopped(self, pid: int) -> None:
-        if self.data["groups"].pop(str(pid), None) is not None:
-            self._write()
+        with self._lock:
+            if self.data["groups"].pop(str(pid), None) is not None:
+                self._write()
 
     def path_created(self, path: Path) -> None:
-        self.data["paths"].append(str(path))
-        self._write()
+        with self._lock:
+            self.data["paths"].append(str(path))
+            self._write()
 
     def path_removed(self, path: Path) -> None:
-        if str(path) in self.data["paths"]:
-            self.data["paths"].remove(str(path))
-            self._write()
+        with self._lock:
+            if str(path) in self.data["paths"]:
+                self.data["paths"].remove(str(path))
+                self._write()
 
     def project_started(self, name: str, down: list[str], env: dict) -> None:
         """A compose project (docker mode's databases): the command that removes it, and
         the environment it needs (DOCKER_HOST, the images' names)."""
-        self.data.setdefault("projects", {})[name] = {"down": down, "env": env}
-        self._write()
+        with self._lock:
+            self.data.setdefault("projects", {})[name] = {"down": down, "env": env}
+            self._write()
 
     def project_removed(self, name: str) -> None:
-        if self.data.setdefault("projects", {}).pop(name, None) is not None:
-            self._write()
+        with self._lock:
+            if self.data.setdefault("projects", {}).pop(name, None) is not None:
+                self._write()
 
     def close(self) -> None:
         if self.data.get("projects"):

@@ -136,3 +136,46 @@ def test_a_live_harness_records_and_forgets_its_project(tmp_path):
     record.project_removed("webbench-1")
     assert json.loads(record.path.read_text())["projects"] == {}
     assert os.getpid() == json.loads(record.path.read_text())["harness_pid"]
+
+
+def test_a_database_in_a_container_is_never_moved_out_of_its_cgroups():
+    """Docker mode: the database's processes stay in the cgroups the engine made (moving
+    them would take them out of the container's limits); it is read from /proc, saying
+    why, while the other roles get their cgroups as before."""
+    import os
+    from bench.infra.cgroups import PROCFS, RoleCgroups
+    from bench.infra.databases.docker import DockerProvider
+    from bench.infra.fake import FakeHost
+    host = FakeHost()
+    cgroups = RoleCgroups({"server": host, "database": host},
+                          left_alone={"database": DockerProvider.cgroups_kept}).open()
+    cgroups.place("database", [os.getpid()])
+    assert "database" not in cgroups.paths
+    assert cgroups.accounting("database") == PROCFS
+    assert cgroups.why_not["database"] == DockerProvider.cgroups_kept
+    placed = [args for op, args in host.calls if op == "cgroup_place"]
+    assert placed == []
+    opened = [args for op, args in host.calls if op == "cgroup_open"]
+    assert [a["roles"] for a in opened] == [["server"]]
+
+
+def test_a_project_the_engine_could_not_remove_stays_on_record_until_it_can(tmp_path):
+    """An engine that stopped answering: the harness exits with its project on record
+    (the file stays, its run no longer named), and each later reaper tries again until
+    `down` succeeds."""
+    record = state.RunState(tmp_path)
+    record.run_dir(tmp_path / "run")
+    record.project_started("webbench-5", [sys.executable, "-c", "raise SystemExit(1)"], {})
+    record.close()
+    kept = json.loads(record.path.read_text())
+    assert kept["projects"] and kept["run_dir"] is None
+    kept["harness_pid"] = 2 ** 22 + 9                     # the harness has exited
+    record.path.write_text(json.dumps(kept))
+    said = state.reap(tmp_path)
+    assert "could not remove compose project webbench-5 (tried again" in said[0]
+    assert json.loads(record.path.read_text())["projects"]       # still on record
+    kept = json.loads(record.path.read_text())
+    kept["projects"]["webbench-5"]["down"] = [sys.executable, "-c", "pass"]   # engine back
+    record.path.write_text(json.dumps(kept))
+    assert "removed compose project webbench-5" in state.reap(tmp_path)[0]
+    assert not record.path.exists()

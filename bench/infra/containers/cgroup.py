@@ -59,14 +59,24 @@ def pids_in(folder: Path) -> list[int]:
         return []
 
 
+_found: dict[str, tuple[int, Path | None]] = {}   # container -> (its first pid, cgroup)
+
+
 def container_pids(container: str, env: dict | None = None) -> list[int]:
     """Every process of a running container and its shim, as pids of this machine ([]
-    when it is not running here)."""
-    pid = main_pid(container, env)
-    if pid is None:
-        return []
-    folder = cgroup_folder(pid)
-    return [*(pids_in(folder) if folder is not None else [pid]), *_shim(pid)]
+    when it is not running here). The engine is asked once per container: the resource
+    sampler calls this on every tick, and a `docker inspect` each time was load of its
+    own; the cgroup folder, while it has processes, is the container's."""
+    pid, folder = _found.get(container, (None, None))
+    if folder is None or not (pids := pids_in(folder)):
+        pid = main_pid(container, env)
+        if pid is None:
+            _found.pop(container, None)
+            return []
+        folder = cgroup_folder(pid)
+        _found[container] = (pid, folder)
+        pids = pids_in(folder) if folder is not None else [pid]
+    return [*pids, *_shim(pid)]
 
 
 def _shim(pid: int) -> list[int]:
