@@ -4,8 +4,7 @@
 #
 # Started as `dockerd --iptables=false`: Docker's iptables rules would set the FORWARD
 # policy to DROP and cut the network-namespace hosts the several-hosts tests build; the
-# databases' ports are published on 127.0.0.1 through docker's userland proxy, which needs
-# no NAT rule. Its pid and log go to ${XDG_CACHE_HOME:-~/.cache}/webbench/dockerd.{pid,log};
+# databases run on the host's network (docker-compose.yml), which needs no NAT rule. Its pid and log go to ${XDG_CACHE_HOME:-~/.cache}/webbench/dockerd.{pid,log};
 # `stop` ends that process only, and waits for it.
 set -uo pipefail
 state="${XDG_CACHE_HOME:-$HOME/.cache}/webbench"

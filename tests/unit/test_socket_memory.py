@@ -45,23 +45,3 @@ def test_the_sampler_keeps_each_groups_socket_memory_and_most_sockets():
         "sockets": 16}
     assert figures["idle"]["socket_memory_mb"] is None       # no process: no reading
 
-
-def test_sockets_of_another_network_namespace_are_read_inside_it(monkeypatch):
-    """A container's database holds its sockets in the container's namespace: `ss` is run
-    there through nsenter, one dump per namespace, and the figures of both are joined."""
-    namespaces = {"self": "net:[1]", 10: "net:[1]", 20: "net:[2]", 21: "net:[2]"}
-    held = {10: {"socket:[100]"}, 20: {"socket:[200]"}, 21: {"socket:[201]"}}
-    dumps = {(): {"100": 1000}, ("nsenter", "--net=/proc/20/ns/net"): {"200": 20, "201": 21}}
-    ran = []
-
-    def dump(argv):
-        ran.append(tuple(argv[:-len(sockets.SS)]))
-        return dumps[ran[-1]]
-
-    monkeypatch.setattr(sockets, "started", lambda pid: 7)
-    monkeypatch.setattr(sockets, "socket_inodes", lambda pid: held[pid])
-    monkeypatch.setattr(sockets, "_netns", lambda pid: namespaces[pid])
-    monkeypatch.setattr(sockets, "_dump", dump)
-    found = sockets.socket_memory({"server": [[10, 7]], "database": [[20, 7], [21, 7]]})
-    assert found == {"server": [1000, 1], "database": [41, 2]}
-    assert sorted(ran) == [(), ("nsenter", "--net=/proc/20/ns/net")]

@@ -10,14 +10,11 @@ its payload). `t` (what the network device still holds of the write queue) is pa
 `w`, so it is not added.
 
 `ss` (iproute2) reads the sockets of its network namespace through netlink in one dump;
-the processes' fds say which of them are theirs. Processes in another network namespace
-(a database in a container) have their sockets there: `ss` is run in that namespace
-(`nsenter --net`, which needs the right to enter it: root), one dump per namespace. Sockets in TIME_WAIT belong to no
+the processes' fds say which of them are theirs. Sockets in TIME_WAIT belong to no
 process and are not asked for: a Connection: close run leaves thousands of them.
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 
@@ -32,46 +29,27 @@ CHARGED = ("r", "w", "f")        # receive queue, write queue, reserved ahead
 
 def socket_memory(groups: dict) -> dict | None:
     """Per group name: [bytes, sockets] over the TCP sockets its [pid, start] processes
-    hold (one `ss` per network namespace they are in); None when `ss` cannot be run or
-    fails (no figure, never an error)."""
+    hold in this network namespace (one `ss` for every group); None when `ss` cannot be
+    run or fails (no figure, never an error)."""
     inodes = {name: set() for name in groups}
-    namespaces: dict[str, int] = {}          # network namespace -> a pid inside it
     for name, refs in groups.items():
         for pid, start in refs:
             if started(pid) == start:
-                held = {link[8:-1] for link in socket_inodes(pid)}
-                inodes[name] |= held
-                if held and (netns := _netns(pid)) is not None:
-                    namespaces.setdefault(netns, pid)
+                inodes[name] |= {link[8:-1] for link in socket_inodes(pid)}
     charged = {}
     if any(inodes.values()):
-        own = _netns("self")
-        for netns, pid in namespaces.items():
-            enter = [] if netns == own else ["nsenter", f"--net=/proc/{pid}/ns/net"]
-            found = _dump(enter + SS)
-            if found is None:
-                return None
-            charged.update(found)
+        try:
+            done = subprocess.run(SS, capture_output=True, text=True, timeout=SS_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if done.returncode != 0:
+            return None
+        charged = parse(done.stdout)
     out = {}
     for name, held in inodes.items():
         mine = [charged[i] for i in held if i in charged]
         out[name] = [sum(mine), len(mine)]
     return out
-
-
-def _netns(pid) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return None
-
-
-def _dump(argv: list[str]) -> dict[str, int] | None:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=SS_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return parse(done.stdout) if done.returncode == 0 else None
 
 
 def parse(output: str) -> dict[str, int]:

@@ -8,9 +8,9 @@ and the database images.
                 where a registry answers, else images built here from the operating
                 system's packages: a debootstrap base image, images/<engine>/Dockerfile),
                 built once and cached, and what a result records of them
-    cgroup.py   a container's processes as this machine sees them (its cgroup, its
-                shim and the userland proxy of its published port), so the database's
-                CPU, memory and sockets are measured as in local mode
+    cgroup.py   a container's processes as this machine sees them (its cgroup and its
+                shim), so the database's CPU, memory and sockets are measured as in
+                local mode
 
 bench/infra/databases/docker.py is the provider that uses them.
 """

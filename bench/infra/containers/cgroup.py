@@ -7,12 +7,9 @@ unified one), found from the container's first process (`docker inspect`'s State
 Only for an engine on this machine: a container on another machine (DOCKER_HOST=ssh://)
 has no pids here, and its figures are "not measured", as before.
 
-The connections to a published port pass through Docker's userland proxy (docker-proxy,
-one process per published port, outside the container's cgroup): with `dockerd
---iptables=false` every connection does, and with iptables those to 127.0.0.1 still do.
-It is work docker mode adds to every query, so it is counted with the database
-(`port_proxies`), not left in the machine's foreign load; so is the containerd shim that
-runs the container.
+The containerd shim that runs the container (outside its cgroup) is counted with the
+database: it is work docker mode adds, not the machine's foreign load. (No userland
+proxy: docker-compose.yml runs the databases on the host's network.)
 """
 from __future__ import annotations
 
@@ -88,19 +85,3 @@ def _shim(pid: int) -> list[int]:
     except psutil.Error:
         return []
 
-
-def port_proxies(host_port: int) -> list[int]:
-    """The docker-proxy processes that publish `host_port` on this machine."""
-    found = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        argv = proc.info["cmdline"] or []
-        if proc.info["name"] == "docker-proxy" and _flag(argv, "-host-port") == str(host_port):
-            found.append(proc.pid)
-    return found
-
-
-def _flag(argv: list[str], name: str) -> str | None:
-    for i, arg in enumerate(argv[:-1]):
-        if arg == name:
-            return argv[i + 1]
-    return None

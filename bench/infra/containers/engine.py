@@ -12,8 +12,7 @@ start it) and "not installed" apart, so a docker-mode run refuses before anythin
 with the right advice. The test suite starts an engine when none answers and stops only
 what it started (scripts/docker_engine.sh); it starts it with `--iptables=false`, so the
 FORWARD policy Docker would set to DROP never cuts the network-namespace hosts of the
-several-hosts tests (the containers publish their ports on 127.0.0.1 through docker's
-userland proxy, which needs no NAT rule).
+several-hosts tests (the databases run on the host's network, which needs no NAT rule).
 """
 from __future__ import annotations
 

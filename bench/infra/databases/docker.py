@@ -79,7 +79,7 @@ class DockerProvider:
     def compose_env(self) -> dict[str, str]:
         env = {**os.environ, "BENCH_PG_PORT": str(self.ports["postgres"]),
                "BENCH_MYSQL_PORT": str(self.ports["mysql"]),
-               # the containers' ports are published on this address of their machine
+               # the databases listen on this address of their machine (host network)
                "BENCH_DB_BIND": self.listen_address, "COMPOSE_PROJECT_NAME": self.project,
                **self.docker_env()}
         if self.images is not None:
@@ -179,15 +179,14 @@ class DockerProvider:
         return self._containers[engine_name]
 
     def pids(self, engine_name: str) -> list[int]:
-        """The container's processes on this machine (its cgroup) and the userland proxy
-        of its published port; none for an engine on another machine, whose figures are
-        then "not measured"."""
+        """The container's processes on this machine (its cgroup, and its shim); none for
+        an engine on another machine, whose figures are then "not measured"."""
         if self.docker_host:
             return []
         container = self.container(engine_name)
         if not container:
             return []
-        return [*cgroup.container_pids(container), *cgroup.port_proxies(self.ports[engine_name])]
+        return cgroup.container_pids(container)
 
     def alive(self, engine: str) -> bool:
         """The container runs and its database accepts a connection within 2 s."""
