@@ -16,7 +16,8 @@ killed with SIGKILL (bench.infra.state) all go through them.
 Some blocks are kept as their producers made them, because those modules own their keys:
 `settings` (bench.core.settings.public), `environment` and each continuation's `git`
 (bench.infra.environment), `topology` (bench.infra.topology), each database's entry (its
-endpoint, mode, version and restarts) and each verification report (bench.verify).
+endpoint, mode, version, restarts and, in docker mode, its image and the docker versions:
+bench.infra.databases.docker.describe) and each verification report (bench.verify).
 """
 from __future__ import annotations
 

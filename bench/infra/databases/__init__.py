@@ -39,8 +39,9 @@ __all__ = [
     "ENGINES", "INIT_TIMEOUT_S", "KILL_TIMEOUT_S", "MAX_CONNECTIONS", "PORT_FREE_TIMEOUT_S",
     "SERVER_PROCESS_NAMES", "START_TIMEOUT_S", "STOP_TIMEOUT_S", "WILDCARD_ADDRESSES",
     "DockerProvider", "ExternalProvider", "ProvisionError", "ThrowawayProvider",
-    "ThrowawayServer", "choose_mode", "local_binaries_missing", "docker_engine_answers", "docker_transport",
-    "find_server_processes", "for_settings", "port_listeners", "postgres_bindir",
+    "ThrowawayServer", "choose_mode", "docker_engine_answers", "docker_transport",
+    "find_server_processes", "for_settings", "local_binaries_missing", "port_listeners",
+    "postgres_bindir",
     "process_live", "provider", "require_free_port", "server_processes_in"]
 
 
