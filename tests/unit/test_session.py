@@ -156,6 +156,8 @@ def providers(monkeypatch):
         made.append(FakeProvider(source, engines, host, listen_address, mode))
         return made[-1]
     monkeypatch.setattr(databases, "for_settings", for_settings)
+    # the providers are fakes: whether this machine has Docker and compose is not asked
+    monkeypatch.setattr(preflight, "docker_problems", lambda hosts: [])
     return made
 
 
