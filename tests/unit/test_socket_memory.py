@@ -44,4 +44,3 @@ def test_the_sampler_keeps_each_groups_socket_memory_and_most_sockets():
         "mean": round(16 * SOCKET_BYTES / 2**20, 2), "peak": round(16 * SOCKET_BYTES / 2**20, 2),
         "sockets": 16}
     assert figures["idle"]["socket_memory_mb"] is None       # no process: no reading
-
