@@ -19,6 +19,9 @@
 --          it is most likely to be the bottleneck.
 --   n=N    the database suite's rows per request (queries, updates, cached)
 --   mix=M  mixed.lua's weighted endpoints, e.g. get_user:60,queries.5:10
+--   pipeline=D  D requests per request() call, written at once (pipelined.lua): wrk
+--          counts the requests in the batch it checks before the run and writes the next
+--          batch when all D answers are in; `sent` counts requests, not batches
 --
 -- done() prints exactly one machine-readable line to stdout:
 --     WRK_JSON {...}
@@ -28,6 +31,7 @@
 local M = {}
 
 M.ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+M.depth = 1        -- requests per request() call (pipeline=D)
 local ALNUM_LEN = #M.ALNUM
 local DEFAULT_POOL = 1000
 
@@ -249,9 +253,18 @@ function M.install(build, content_type, default_pool)
       return head
    end
 
-   local function make()
+   local function make_one()
       local method, path, body, ct, key = build(M)
       return M.format(method, path, head_for(ct or content_type), body), key
+   end
+
+   -- one request, or a batch of M.depth of them (keys are not kept for a batch: the
+   -- builders that name keys, mixed.lua's, never pipeline)
+   local function make()
+      if M.depth == 1 then return make_one() end
+      local batch = {}
+      for i = 1, M.depth do batch[i] = make_one() end
+      return table.concat(batch)
    end
 
    local function counted(req, key)
@@ -270,6 +283,8 @@ function M.install(build, content_type, default_pool)
          local n = args[i]:match("^n=(%d+)$")
          if n then M.n = tonumber(n) end
          M.mix = args[i]:match("^mix=(.+)$") or M.mix
+         local depth = args[i]:match("^pipeline=(%d+)$")
+         if depth then M.depth = tonumber(depth) end
       end
       local idx = tonumber(index) or 1
       math.randomseed(seed * 1000 + idx)
@@ -299,7 +314,7 @@ function M.install(build, content_type, default_pool)
    end
 
    function request()
-      sent = sent + 1
+      sent = sent + M.depth
       if live and cursor >= #pool then return counted(make()) end
       cursor = cursor + 1
       if cursor > pool_size and not live then cursor = 1 end

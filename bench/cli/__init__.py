@@ -16,8 +16,7 @@ from pathlib import Path
 from bench import session
 from bench.cli import ab, arguments, compare, envs, images, report
 from bench.core import manifest
-from bench.core.suite import SUITE_TESTS
-from bench.core.settings import TESTS, SelectionError, Settings, validate
+from bench.core.settings import ALL_TESTS, TESTS, SelectionError, Settings, validate
 from bench.infra import databases
 from bench.load import wrk
 from bench.setup import toolchains
@@ -94,6 +93,7 @@ def parser() -> argparse.ArgumentParser:
     ver.add_argument("--tls-proxy", default=None, metavar="PROXY",
                      help="the proxy that terminates TLS and HTTP/2 for a server that does "
                           "not speak them itself (default: nginx)")
+    arguments.add_pipeline(ver)
 
     compare.add_parser(sub)
     cal = sub.add_parser("calibrate", help="run the selection twice (A/A) and store per-case "
@@ -132,9 +132,14 @@ def cmd_list(specs: dict) -> int:
                     for p in proxies.values()],
                    ["--behind", "binary", "available", "description"], tablefmt="simple",
                    maxcolwidths=[None, None, 60, 60]))
-    print(f"\ntests: {', '.join(TESTS)} (plain and to json run once per server, "
-          f"without a database); the database suite (--tests all, --preset suite): "
-          f"{', '.join(SUITE_TESTS)}, on the servers whose suite column says yes")
+    from bench.core.workloads import DESCRIPTIONS
+    print()
+    print(tabulate([[test + (" *" if test in TESTS else ""), needs, what]
+                    for test, (needs, what) in DESCRIPTIONS.items()],
+                   ["--tests", "needs", "each request"], tablefmt="simple"))
+    print(f"\n* the default four. --tests all: {', '.join(ALL_TESTS)}. The tests without a "
+          f"database run once per server; the database suite's on the servers whose suite "
+          f"column says yes.")
     return 0
 
 

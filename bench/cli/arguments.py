@@ -38,7 +38,9 @@ def add_selection(p: argparse.ArgumentParser) -> None:
                    help="tests: get_user, update_user, plain, to_json (the default four), "
                         "and the database suite's queries, updates, fortunes, cached; `all` "
                         "is all eight (the suite preset's choice); `mixed`: each request's "
-                        "endpoint drawn by the weights of --mix")
+                        "endpoint drawn by the weights of --mix; `pipelined`: plain, "
+                        "--pipeline requests written at once (`run_bench.py list` names "
+                        "them all)")
     g.add_argument("--mix", default=None, metavar="FILE",
                    help="the mixed test's profile: weighted endpoints in a TOML file "
                         "(default: mixes/small-api.toml: 60%% get user, 15%% update user, "
@@ -233,6 +235,7 @@ def add_modes(p: argparse.ArgumentParser) -> None:
     g.add_argument("--streams", type=int_list, default=None, metavar="M[,M...]",
                    help="with --protocol h2/h2c: concurrent streams per connection "
                         "(h2load's -m), a case each (default: 1)")
+    add_pipeline(g)
     g.add_argument("--tls-proxy", default=None, metavar="PROXY",
                    help="the proxy (proxies/<name>/, its proxy.toml's protocols) that "
                         "terminates TLS and HTTP/2 in front of a server that does not "
@@ -271,6 +274,13 @@ def add_modes(p: argparse.ArgumentParser) -> None:
     g.add_argument("--knee-p99", dest="knee_p99_ms", type=float, default=d.knee_p99_ms,
                    metavar="MS", help="the knee of a latency-vs-rate curve is the highest "
                                       "rate whose p99 stays under this (default: %(default)s ms)")
+
+
+def add_pipeline(p) -> None:
+    p.add_argument("--pipeline", type=int, default=None, metavar="D",
+                   help="the pipelined test: HTTP/1.1 requests each connection writes at "
+                        "once, the next batch when all are answered (wrk; default: 16, as "
+                        "TechEmpower's plaintext); verification sends one such batch")
 
 
 def int_list(value: str) -> list[int]:

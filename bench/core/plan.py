@@ -11,7 +11,7 @@ import dataclasses
 import random
 from dataclasses import dataclass, field
 
-from bench.core import deps, protocols, server_env, suite
+from bench.core import deps, pipelining, protocols, server_env, suite
 from bench.core.mix import MIX_TEST
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
 from bench.core.settings import DB_TESTS, DEFAULT_OPEN_MODEL, NO_DB_TESTS, NO_PROXY, \
@@ -44,12 +44,16 @@ class LoadParams:
     # streams per connection (h2load's -m)
     protocol: str = protocols.DEFAULT
     streams: int = 1
+    # HTTP/1.1 requests each connection writes at once (the pipelined test's depth)
+    pipeline: int = 1
 
     def as_dict(self) -> dict:
         out = {"connections": self.connections, "connection_mode": self.connection_mode,
                "generator": self.generator, "proxy": self.proxy, "rate": self.rate}
         if self.protocol != protocols.DEFAULT:       # older keys stay as they were
             out.update(protocol=self.protocol, streams=self.streams)
+        if self.pipeline != 1:
+            out.update(pipeline=self.pipeline)
         return out
 
     @property
@@ -60,6 +64,8 @@ class LoadParams:
             parts.append(self.connection_mode)
         if self.protocol != protocols.DEFAULT:
             parts.append(self.protocol + (f"-m{self.streams}" if self.streams != 1 else ""))
+        if self.pipeline != 1:
+            parts.append(f"pipeline{self.pipeline}")
         if self.proxy != NO_PROXY:
             parts.append(f"behind-{self.proxy}")
         if self.generator not in ("wrk", protocols.HTTP2_GENERATOR):
@@ -73,7 +79,8 @@ class LoadParams:
         """The closed-loop case whose measured maximum a rate point's share refers to:
         wrk's for oha, k6's own for k6 (bench.core.settings.rate_base)."""
         return LoadParams(self.connections, self.connection_mode, rate_base(self.generator),
-                          self.proxy, protocol=self.protocol, streams=self.streams)
+                          self.proxy, protocol=self.protocol, streams=self.streams,
+                          pipeline=self.pipeline)
 
 
 @dataclass(frozen=True)
@@ -198,16 +205,21 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
                           for t in DB_TESTS if t in settings.tests
                           and wants(spec, t, settings)
                           for n in settings.n_for(t) for p in own]
-        cases += [Case(Variant(spec, "none", False), t, p)
+        cases += [Case(Variant(spec, "none", False), t, pipelined(p, t, settings))
                   for t in NO_DB_TESTS if t in settings.tests for p in own]
     # the ceiling is a throughput: closed-loop points only
     direct = list(dict.fromkeys(dataclasses.replace(p, proxy=NO_PROXY) for p in points
                                 if p.rate is None and p.protocol == protocols.DEFAULT))
     for server_id in references:
-        cases += [Case(Variant(specs[server_id], "none", False), t, p)
+        cases += [Case(Variant(specs[server_id], "none", False), t, pipelined(p, t, settings))
                   for t in NO_DB_TESTS if t in settings.tests for p in direct]
     check_budgets(settings, cases)
     return cases
+
+
+def pipelined(point: LoadParams, test: str, settings: Settings) -> LoadParams:
+    """A load point as `test` meets it: the pipelined test's with its depth."""
+    return dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline))
 
 
 def wants(spec: ServerSpec, test: str, settings: Settings) -> bool:

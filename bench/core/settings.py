@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from bench.core import counting, mix, protocols, proxyspec, suite
+from bench.core import counting, mix, pipelining, protocols, proxyspec, suite
 from bench.core.errors import SelectionError
 # the CPU lists and memory caps each role runs under (what existing importers expect here)
 from bench.core.placement import (format_cpu_list, parse_cpu_list, parse_memory_mb,  # noqa: F401
@@ -20,12 +20,14 @@ from bench.paths import REPO
 
 TESTS = ("get user", "update user", "plain", "to json")      # the default four
 ALL_TESTS = TESTS + suite.SUITE_TESTS                        # `--tests all`, the suite preset
-# every test --tests knows: the eight and `mixed`, whose endpoints a profile weighs
-# (bench.core.mix); `all` stays the eight, each a single endpoint
-KNOWN_TESTS = ALL_TESTS + (mix.MIX_TEST,)
+# every test --tests knows: the eight, `mixed`, whose endpoints a profile weighs
+# (bench.core.mix), and the HTTP workloads (`pipelined`: bench.core.pipelining); `all`
+# stays the eight, each a single endpoint at the default load
+KNOWN_TESTS = ALL_TESTS + (mix.MIX_TEST, pipelining.PIPELINED_TEST)
 # measured per database and ORM variant
 DB_TESTS = ("get user", "update user", *suite.SUITE_TESTS, mix.MIX_TEST)
-NO_DB_TESTS = ("plain", "to json")            # measured once per server, with no database
+# measured once per server, with no database
+NO_DB_TESTS = ("plain", "to json", pipelining.PIPELINED_TEST)
 # raw-else-orm: each server's raw variant, its ORM one where it has no raw (one variant
 # per server and engine: "every server, raw where it has it")
 ORM_CHOICES = ("both", "raw", "orm", "raw-else-orm")
@@ -175,6 +177,8 @@ class Settings:
     # (bench.core.protocols); `streams`: HTTP/2's per connection (h2load -m), a case each
     protocols: tuple[str, ...] = ("h1",)
     streams: tuple[int, ...] = (1,)
+    # the pipelined test's requests per batch on each connection (--pipeline)
+    pipeline: int = pipelining.DEFAULT_DEPTH
     tls_proxy: str = "nginx"
     # measure the reference servers (manifest `reference = true`, e.g. nginx answering
     # from its config) in the same run, as the ceiling of the `plain`/`to json` tables
@@ -287,6 +291,12 @@ class Settings:
         """Whether any of the database suite's endpoints is asked: one of its tests, or a
         mix that draws from them."""
         return any(self.needs_suite(t) for t in self.tests)
+
+    @property
+    def pipelined_depth(self) -> int | None:
+        """The pipelined test's depth when it is among --tests (what verification sends
+        at once), else None."""
+        return self.pipeline if pipelining.PIPELINED_TEST in self.tests else None
 
     def needs_suite(self, test: str) -> bool:
         """Whether `test` sends requests to the database suite's endpoints."""
@@ -440,6 +450,10 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
         {name: spec.protocols for name, spec in proxyspec.available_proxies().items()}
     for problem in protocols.problems(s.protocols, s.tests, s.rates, s.behind, declared,
                                       s.tls_proxy, s.streams, s.generators)[:1]:
+        raise SelectionError(problem)
+    for problem in pipelining.problems(s.tests, s.pipeline,
+                                       closed_loop_generators(s.generators), s.protocols,
+                                       s.rates, s.connection_modes, s.burst)[:1]:
         raise SelectionError(problem)
     if not s.knee_p99_ms > 0:
         raise SelectionError(f"--knee-p99 must be positive (ms), got {s.knee_p99_ms:g}")

@@ -40,8 +40,17 @@ def for_request(request: LoadRequest, closed_loop: str = DEFAULT_CLOSED_LOOP,
     if not runs(chosen, request.open_model):
         raise LoadError(f"{chosen.name} does not run the "
                         f"{'open model' if request.open_model else 'closed loop'}")
+    if request.pipeline > 1 and not pipelines(chosen):
+        raise LoadError(f"{chosen.name} does not pipeline HTTP/1.1 requests (the "
+                        f"{request.test} test writes {request.pipeline} at once)")
     return chosen
 
 
+def pipelines(chosen: Generator) -> bool:
+    """Whether `chosen` writes several requests at once on a connection (its `pipelines`;
+    none but wrk does)."""
+    return bool(getattr(chosen, "pipelines", False))
+
+
 __all__ = ["GENERATORS", "Generator", "LoadError", "LoadRequest", "LoadResult", "for_request",
-           "generator", "models", "runs"]
+           "generator", "models", "pipelines", "runs"]

@@ -62,6 +62,9 @@ class LoadRequest:
     # the `mixed` test's weighted endpoints, as its scripts read them
     # (bench.core.mix.Mix.script_arg: "get_user:60,update_user:15,queries.5:10,...")
     mix: str | None = None
+    # HTTP/1.1 requests each connection writes at once (the pipelined test); only a
+    # generator whose `pipelines` is true runs more than 1 (bench.core.pipelining)
+    pipeline: int = 1
 
     @property
     def open_model(self) -> bool:

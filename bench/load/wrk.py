@@ -46,6 +46,8 @@ TEST_SCRIPTS: dict[str, str] = {
     "cached": "cached.lua",
     # endpoints drawn by weight from a profile (bench.core.mix), each built as above
     "mixed": "mixed.lua",
+    # plain's requests, `pipeline` of them written at once (bench.core.pipelining)
+    "pipelined": "pipelined.lua",
 }
 
 JSON_MARKER = "WRK_JSON "
@@ -71,6 +73,7 @@ class LoadSettings:
     connection_close: bool = False
     n: int | None = None      # the database suite's rows per request, for its scripts
     mix: str | None = None    # the mixed test's weights (bench.core.mix.Mix.script_arg)
+    pipeline: int = 1         # requests per write on each connection (pipelined.lua)
 
     def __post_init__(self) -> None:
         if self.threads < 1:
@@ -81,6 +84,8 @@ class LoadSettings:
         check_window(self.duration_s, self.timeout_s, self.token)
         if self.mix is not None and not self.mix.strip():
             raise ValueError("mix must name at least one endpoint")
+        if type(self.pipeline) is not int or self.pipeline < 1:
+            raise ValueError(f"pipeline must be a whole number >= 1, got {self.pipeline!r}")
 
     @property
     def open_connections(self) -> int:
@@ -134,6 +139,9 @@ def wrk_command(test: str, base_url: str, settings: LoadSettings,
     duration = settings.duration_s if duration_s is None else duration_s
     if test == "mixed" and settings.mix is None:
         raise ValueError("the mixed test needs a mix (LoadSettings.mix)")
+    if (test == "pipelined") != (settings.pipeline > 1):
+        raise ValueError(f"the pipelined test and only it pipelines: test {test!r} with "
+                         f"pipeline {settings.pipeline}")
     if not duration > 0:
         raise ValueError(f"duration_s must be > 0, got {duration}")
     return [
@@ -149,6 +157,7 @@ def wrk_command(test: str, base_url: str, settings: LoadSettings,
         "--", settings.token, str(int(settings.seed)),
         *([] if settings.n is None else [f"n={int(settings.n)}"]),
         *([] if settings.mix is None else [f"mix={settings.mix}"]),
+        *([] if settings.pipeline == 1 else [f"pipeline={settings.pipeline}"]),
     ]
 
 
@@ -184,35 +193,36 @@ def _find_json(stdout: str, stderr: str = "") -> dict:
     return data
 
 
-def _sent(data: dict) -> int | None:
+def _sent(data: dict, pipeline: int = 1) -> int | None:
     """Requests the Lua scripts handed to wrk, summed over threads (None: not reported).
 
     Before the run wrk calls request() once on its first thread's script to check what it
-    returns (script_verify_request in wrk.c); that request is never sent, so it is not
-    counted."""
+    returns (script_verify_request in wrk.c, which also counts the requests in it: the
+    pipeline's depth); that batch is never sent, so it is not counted."""
     threads = data.get("threads")
     if not isinstance(threads, list) or not threads:
         return None
     counted = sum(int(_num(t.get("sent", 0), "threads[].sent") or 0) for t in threads)
-    return max(0, counted - WRK_VERIFY_CALLS)
+    return max(0, counted - WRK_VERIFY_CALLS * pipeline)
 
 
 def request_accounting(sent: int | None, completed: int, errors: dict,
-                       connections: int | None) -> dict:
+                       connections: int | None, in_flight: int = 1) -> dict:
     """Requests that never got an answer, counted as errors.
 
     wrk's `requests` counts responses only (including non-2xx and late ones, which its
     `status` and `timeout` counters flag), so a request whose connection the server
     closed, or that was never answered, is in no counter. The Lua scripts count every
     request handed to wrk; `sent - completed` is what got no answer. At the stop each
-    connection may still have one request in flight (wrk does not pipeline), so up to
-    `connections` of those are not the server's fault; the rest are `lost`. Read and
+    connection may still have one request in flight (`in_flight` of them: a batch of the
+    pipeline's depth for the pipelined test), so up to `connections` x `in_flight` of
+    those are not the server's fault; the rest are `lost`. Read and
     write errors are such unanswered requests already, so they and `lost` overlap: the
     larger of the two is counted, never both. Without the connection count nothing can be
     told lost.
     """
     unanswered = None if sent is None else max(0, sent - completed)
-    lost = 0 if unanswered is None or connections is None else max(0, unanswered - connections)
+    lost = 0 if unanswered is None or connections is None else max(0, unanswered - connections * in_flight)
     total = (errors["connect"] + errors["status"] + errors["timeout"]
              + max(errors["read"] + errors["write"], lost))
     return {"unanswered": unanswered, "lost": lost, "errors": total}
@@ -245,7 +255,7 @@ def latency_histogram(counts) -> tuple[dict | None, str | None]:
     return histogram.to_record(hist, clamped), None
 
 
-def _normalise(data: dict, connections: int | None = None) -> dict:
+def _normalise(data: dict, connections: int | None = None, pipeline: int = 1) -> dict:
     try:
         requests = int(_num(data["requests"], "requests"))
         duration_us = _num(data["duration_us"], "duration_us")
@@ -256,8 +266,8 @@ def _normalise(data: dict, connections: int | None = None) -> dict:
         raise LoadError(f"WRK_JSON lacks a field: {exc!r}; got keys {sorted(data)}") from None
     duration_s = (duration_us or 0) / 1e6
     errors = {k: int(_num(raw_errors.get(k, 0), f"errors.{k}") or 0) for k in ERROR_KEYS}
-    sent = _sent(data)
-    accounting = request_accounting(sent, requests, errors, connections)
+    sent = _sent(data, pipeline)
+    accounting = request_accounting(sent, requests, errors, connections, pipeline)
     errors["lost"] = accounting["lost"]
     errors["total"] = accounting["errors"]
     latency_ms = {}
@@ -342,7 +352,8 @@ def run_wrk(test: str, base_url: str, settings: LoadSettings,
     except LoadError as exc:
         raise LoadError(f"wrk exited with status {done.returncode}: {' '.join(command)}\n"
                         f"{exc}") from None
-    return LoadResult(command=argv, summary=_normalise(data, settings.open_connections),
+    return LoadResult(command=argv, summary=_normalise(data, settings.open_connections,
+                                                      settings.pipeline),
                       client_cpu_s=done.cpu_s, wall_s=done.wall_s, exit_code=done.returncode,
                       stderr_tail=_tail(done.stderr), raw=data, threads=settings.threads,
                       connections=settings.open_connections)
@@ -352,6 +363,7 @@ class Wrk:
     """wrk behind the Generator seam: the closed loop."""
     name = "wrk"
     open_model = False
+    pipelines = True          # its Lua request() may return a batch (bench.core.pipelining)
 
     def version(self, host: Host = LOCAL) -> str:
         return wrk_version(host)
@@ -362,7 +374,7 @@ class Wrk:
                             duration_s=request.duration_s, timeout_s=request.timeout_s,
                             seed=request.seed, token=request.token,
                             connection_close=request.connection_close, n=request.n,
-                            mix=request.mix)
+                            mix=request.mix, pipeline=request.pipeline)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,
@@ -374,7 +386,7 @@ class Wrk:
                        request.duration_s, host=host, on_start=on_start, cpus=cpus)
 
     def describe(self, request: LoadRequest, result: LoadResult) -> dict:
-        return {}
+        return {"pipeline": request.pipeline} if request.pipeline > 1 else {}
 
     def open_connections(self, connections: int, threads: int) -> int:
         return LoadSettings(threads=threads, connections=connections,

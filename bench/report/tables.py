@@ -16,6 +16,7 @@ from bench.analysis.statistics import Spread
 from bench.core import suite
 from bench.core.conformance import cell as conformance_cell, endpoint, failed_checks
 from bench.core.protocols import HTTP2
+from bench.report.pipelined import gain_over_plain
 from bench.core.settings import KNOWN_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
     NO_DB_TESTS, format_cpu_list
 
@@ -89,7 +90,15 @@ def load_params(case: dict) -> tuple:
     if key.get("protocol", "h1") != "h1":
         streams = key.get("streams", 1)
         mode += f", {key['protocol']}" + (f", {streams} streams" if streams != 1 else "")
+    if key.get("pipeline", 1) != 1:
+        mode += pipelined_suffix(key["pipeline"])
     return key["connections"], mode, key.get("proxy", "none")
+
+
+def pipelined_suffix(depth: int) -> str:
+    """What a pipelined case's connection mode adds: wrk times a batch, from its write to
+    its last answer (bench.core.pipelining)."""
+    return f", pipelined {depth} deep (latency per batch)"
 
 
 def level(case: dict) -> int | None:
@@ -219,6 +228,7 @@ def build_tables(doc: dict) -> list[Table]:
                 row.notes.append(len(table.notes))
             table.rows.append(row)
         tables.append(table)
+    gain_over_plain(tables)
     return tables
 
 

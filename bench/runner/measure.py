@@ -13,6 +13,7 @@ from typing import Callable
 from bench import load
 from bench.core.context import RunContext
 from bench.core.mix import MIX_TEST
+from bench.core import pipelining
 from bench.core.protocols import HTTP2
 from bench.core.plan import LoadParams, Sample
 from bench.infra import db
@@ -44,6 +45,8 @@ def first_request(test: str, n: int | None, seed: int,
     draw): what a server's start-up to its first correct answer is timed against."""
     if test in WRITES:
         return None
+    if test == pipelining.PIPELINED_TEST:            # one of its batch's requests
+        test = pipelining.REQUESTS_OF
     return h2load.paths(test, seed, n, count=1)[0], {"token": token}
 
 
@@ -91,7 +94,7 @@ class Measurer:
                            timeout_s=p.timeout, seed=seed, token=p.token,
                            connection_close=params.connection_mode == "close", rate=rate,
                            n=n, iterations=iterations, protocol=params.protocol,
-                           streams=params.streams,
+                           streams=params.streams, pipeline=params.pipeline,
                            mix=p.mix.script_arg if p.mix and test == MIX_TEST else None)
 
     def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,

@@ -447,6 +447,7 @@ class Run:
                              log_path.with_name(log_path.stem.split("#")[0] + "#verify.log"),
                              token=self.settings.token, suite=self.settings.with_suite,
                              mix=self.context.load.mix, overhead_s=started,
+                             pipeline=self.settings.pipelined_depth,
                              settle_db=self._settler(endpoint),
                              on_phase=self.display.phase, host=self.server_host,
                              # the reference (ceiling) is only ever measured directly

@@ -35,6 +35,8 @@ class GeneratorRecord(Record):
     # negotiated (application protocols, TLS versions, ciphers)
     streams: int = optional()
     negotiated: dict = optional()
+    # the pipelined test: requests per batch on each connection (wrk's Lua pipeline)
+    pipeline: int = optional()
     # always written; optional because schema 2 required only threads and connections
     command: list[str] = optional()
     exit_code: int | None = optional()

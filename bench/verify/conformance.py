@@ -193,18 +193,33 @@ def check_keep_alive_10(target: Target) -> dict:
     return verdict(PASS, f"kept open ({said}), second request answered")
 
 
-def check_pipelining(target: Target) -> dict:
-    tags = ("pipe1", "pipe2", "pipe3")
+def pipelined_problem(target: Target, count: int) -> str:
+    """'' when `count` requests written at once, each with params of its own, are answered
+    on that connection, each correctly and in order; else what went wrong (an answer that
+    belongs to another request of the batch is named as out of order)."""
+    tags = [f"pipe{i}" for i in range(1, count + 1)]
     with target.connect() as conn:
         conn.send(b"".join(target.request(t) for t in tags))
         for i, tag in enumerate(tags):
             try:
                 answer = conn.read_response()
             except ClosedUnanswered:
-                return verdict(FAIL, f"closed after {i} of 3 pipelined answers")
+                return f"closed after {i} of {count} pipelined answers"
+            except Unanswered as exc:
+                return f"answer {i + 1} of {count}: {exc}"
             if problem(answer, tag):
-                return verdict(FAIL, f"answer {i + 1}: {problem(answer, tag)}")
-    return verdict(PASS, "3 requests in one write, answered in order")
+                other = [j for j, t in enumerate(tags) if j != i and not problem(answer, t)]
+                if other:
+                    return (f"answer {i + 1} of {count} is request {other[0] + 1}'s: the "
+                            f"answers came out of order")
+                return f"answer {i + 1} of {count}: {problem(answer, tag)}"
+    return ""
+
+
+def check_pipelining(target: Target) -> dict:
+    wrong = pipelined_problem(target, 3)
+    return verdict(FAIL, wrong) if wrong else \
+        verdict(PASS, "3 requests in one write, answered in order")
 
 
 def check_split(target: Target) -> dict:
