@@ -16,6 +16,7 @@ from pathlib import Path
 from bench import session
 from bench.cli import ab, arguments, compare, envs, images, report
 from bench.core import manifest
+from bench.core.protocols import DEFAULT as DEFAULT_PROTOCOL, PROTOCOLS
 from bench.core.settings import ALL_TESTS, TESTS, SelectionError, Settings, validate
 from bench.infra import databases
 from bench.load import wrk
@@ -69,6 +70,13 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--db", dest="database", default="postgres",
                        help="postgres, mysql or none (default: %(default)s)")
     serve.add_argument("--orm", action="store_true", help="the ORM variant")
+    serve.add_argument("--protocol", default=DEFAULT_PROTOCOL, metavar="|".join(PROTOCOLS),
+                       help="what the curl commands speak: the server's own listener for it "
+                            "where its manifest lists the protocol, else through --tls-proxy, "
+                            "as a run's case (default: %(default)s; docs/protocols.md)")
+    serve.add_argument("--tls-proxy", default=None, metavar="PROXY",
+                       help="the proxy that terminates --protocol for a server that does not "
+                            "speak it itself (default: nginx)")
     serve.add_argument("--servers-dir", action="append", type=Path, default=[])
     arguments.add_server_settings(serve)
     arguments.add_databases(serve)
@@ -264,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             from bench.cli.serve import serve
             return serve(settings, specs, args.server, args.database, args.orm,
-                         arguments.hosts_from(args))
+                         arguments.hosts_from(args), args.protocol)
         if args.command == "verify":
             from bench.cli.verify import verify_selection
             return verify_selection(settings, specs, arguments.hosts_from(args))

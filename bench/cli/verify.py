@@ -45,8 +45,7 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
             endpoints = session.start_databases()
             over = {}
             if others:       # --protocol: the contract through the terminating proxy too
-                tls = certs.make(run_dir / "tls", list(dict.fromkeys(
-                    ["localhost", settings.host, session.launch.host]))) \
+                tls = certs.for_clients(run_dir / "tls", settings.host, session.launch.host) \
                     if any(p in protocols.TLS for p in others) else None
                 over = {"protocols": others, "edge": found[settings.tls_proxy], "tls": tls,
                         "h2spec_seen": {}}       # h2spec once per proxy and protocol

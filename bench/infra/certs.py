@@ -99,6 +99,12 @@ def make(folder: Path, names: list[str], *, now: datetime.datetime | None = None
     return paths
 
 
+def for_clients(folder: Path, *addresses: str) -> Certificates:
+    """A run's certificates in `folder` for the names its clients use: localhost and
+    `addresses` (the settings' host, and the server host's address under --hosts)."""
+    return make(folder, list(dict.fromkeys(["localhost", *addresses])))
+
+
 def ca_on_host(tls: Certificates, host) -> str:
     """Where `host` (a client's) reads the run's CA: copied beside the certificate on
     another machine, so a generator there verifies what it is served."""

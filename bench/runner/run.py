@@ -333,8 +333,8 @@ class Run:
         if self.tls is None:
             from bench.infra import certs
             # the names a client uses: here, and the server host's address (--hosts)
-            self.tls = certs.make(self.run_dir / "tls", list(dict.fromkeys(
-                ["localhost", self.settings.host, self.context.launch.host])))
+            self.tls = certs.for_clients(self.run_dir / "tls", self.settings.host,
+                                         self.context.launch.host)
         return self.tls
 
     def _run_sample(self, sample: Sample, record: SampleRecord) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from bench.core.context import RunContext
 from bench.core.plan import Case, databases_needed
-from bench.core.protocols import HTTP2, HTTP2_GENERATOR as H2LOAD
+from bench.core.protocols import DEFAULT as DEFAULT_PROTOCOL, HTTP2, \
+    HTTP2_GENERATOR as H2LOAD
 from bench.core.settings import NO_PROXY
 from bench.infra.environment import git_state
 from bench.infra.host import LOCAL
@@ -76,9 +77,13 @@ def tools_needed(context: RunContext, cases: list[Case],
     behind = {c.load.proxy for c in cases} - {NO_PROXY}
     if behind:
         proxies = available_proxies()
+        # the proxy that terminates a protocol a server does not speak, not --behind's
+        terminating = {c.load.proxy for c in cases if c.load.protocol != DEFAULT_PROTOCOL
+                       and c.load.proxy not in context.settings.behind}
         for name in sorted(behind & set(proxies)):
+            flag = "--tls-proxy" if name in terminating else "--behind"
             for tool in proxies[name].requires:
-                need.setdefault(tool, f"--behind {name}")
+                need.setdefault(tool, f"{flag} {name}")
     return need
 
 
@@ -90,7 +95,10 @@ def ports_needed(context: RunContext, cases: list[Case], db_mode: str | None = N
     launch, source = context.launch, context.databases
     ports = {launch.port: ("server", "--port (the servers)")}
     if any(c.load.proxy != NO_PROXY for c in cases):
-        ports[launch.upstream_port] = ("server", "--port + 1 (a server behind --behind's proxy)")
+        ports[launch.upstream_port] = ("server", "--port + 1 (a server behind a proxy)")
+    elif any(c.load.protocol != DEFAULT_PROTOCOL for c in cases):
+        ports[launch.upstream_port] = ("server", "--port + 1 (a server's HTTP/1.1 beside its "
+                                                 "own listener of --protocol)")
     if (db_mode or source.db_mode) in ("local", "auto"):
         engines = databases_needed(cases)
         if "postgres" in engines:

@@ -118,7 +118,8 @@ def test_preflight_needs_h2load_for_http2_cases_and_h2spec_to_verify_them():
                LoadParams(16, generator="h2load", proxy="nginx", protocol="h2"))]
     for verify in (True, False):
         context = SimpleNamespace(placement=SimpleNamespace(pinned=False),
-                                  settings=SimpleNamespace(verify=verify, protocols=("h2",)))
+                                  settings=SimpleNamespace(verify=verify, protocols=("h2",),
+                                                           behind=("none",)))
         need = preflight.tools_needed(context, h2, FOR_RUN)
         assert need["h2load"].startswith("--protocol h2/h2c")
         assert ("h2spec" in need) == verify        # --no-verify: no conformance to check
