@@ -16,6 +16,10 @@ from bench.core.errors import SelectionError
 from bench.core.placement import (format_cpu_list, parse_cpu_list, parse_memory_mb,  # noqa: F401
                                   validate_placement)
 from bench.core.manifest import KNOWN_DATABASES
+# the generators and the models each runs (what existing importers expect here)
+from bench.core.generators import (DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL,  # noqa: F401
+                                   GENERATOR_MODELS, closed_loop_generators,
+                                   open_model_generators, rate_base)
 from bench.paths import REPO
 
 TESTS = ("get user", "update user", "plain", "to json")      # the default four
@@ -109,37 +113,6 @@ RUNTIME_THREADS = ("cpus", "workers")
 SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
                    "behind", "rates", "servers_dirs", "n_levels", "server_env",
                    "deps", "generators", "protocols", "streams")
-
-# the load generators and the models each runs (False: the closed loop, True: the open
-# model): bench.load's registry, named here because core imports nothing from load
-# (tests/unit/test_k6.py checks that the two agree)
-GENERATOR_MODELS: dict[str, tuple[bool, ...]] = {"wrk": (False,), "oha": (False, True),
-                                                 "k6": (False, True), "h2load": (False,)}
-DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL = "wrk", "oha"
-
-
-def closed_loop_generators(generators) -> list[str]:
-    """The closed-loop generators among --generator's (wrk when none is)."""
-    return [g for g in generators if False in GENERATOR_MODELS.get(g, ())] \
-        or [DEFAULT_CLOSED_LOOP]
-
-
-def open_model_generators(generators) -> list[str]:
-    """The open-model generators among --generator's (oha when none is)."""
-    return [g for g in generators if True in GENERATOR_MODELS.get(g, ())] \
-        or [DEFAULT_OPEN_MODEL]
-
-
-def rate_base(generator: str) -> str:
-    """The closed-loop generator whose measured maximum a rate share of `generator`
-    refers to: wrk's for oha, the default open model (its shares were wrk's maximum before
-    oha ran the closed loop too, and an oha rate case keeps its id and its meaning; the
-    default `--rate 50%` measures no oha closed loop); itself for another that runs the
-    closed loop too (k6); else wrk."""
-    if generator == DEFAULT_OPEN_MODEL:
-        return DEFAULT_CLOSED_LOOP
-    return generator if False in GENERATOR_MODELS.get(generator, ()) else DEFAULT_CLOSED_LOOP
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -353,6 +326,8 @@ class Settings:
                      "instructions_requests", "instructions_runs", "counter"):
             if getattr(self, name) == getattr(Settings, name):
                 del d[name]
+        if self.pipelined_depth is None:     # the depth shapes the pipelined test alone
+            del d["pipeline"]
         return d
 
 
