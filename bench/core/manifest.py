@@ -91,6 +91,9 @@ class ServerSpec:
     # contract checks a reference server may fail, each with the reason (a reference does
     # the least work its tool allows; a framework must pass every check)
     exemptions: dict = field(default_factory=dict)
+    # the HTTP workloads it cannot do in its production configuration: name -> why
+    # ([unsupported]; servers/README.md "The HTTP workloads")
+    unsupported: dict = field(default_factory=dict)
     # programs the server needs on PATH beyond its build (checked before a run starts)
     requires: tuple[str, ...] = ()
     toolchain: Toolchain | None = None
@@ -244,6 +247,24 @@ def _exemptions(data: dict, path: Path) -> dict:
     return dict(table)
 
 
+# what a manifest may declare unsupported: the HTTP workloads (the contract's endpoints
+# and the database suite every server has, or declares by [suite])
+UNSUPPORTABLE = ("pipelined", "static", "upload", "delay", "compression")
+
+
+def _unsupported(data: dict, path: Path) -> dict:
+    table = data.get("unsupported", {})
+    if not isinstance(table, dict) or not all(isinstance(v, str) and v.strip()
+                                              for v in table.values()):
+        raise ManifestError(f"{path}: [unsupported] maps an HTTP workload to why this "
+                            f"server cannot do it in its production configuration")
+    unknown = sorted(set(table) - set(UNSUPPORTABLE))
+    if unknown:
+        raise ManifestError(f"{path}: [unsupported] names {', '.join(unknown)}; it may name "
+                            f"{', '.join(UNSUPPORTABLE)}")
+    return dict(table)
+
+
 @dataclass(frozen=True)
 class UnitTests:
     """[unit_tests] of a manifest: `commands` (argv lists, placeholders {servers_dir} and
@@ -356,6 +377,7 @@ def load_manifest(folder: Path) -> ServerSpec:
         worker_check=_worker_check(data, concurrency, path),
         reference=_reference(data, databases, path),
         exemptions=_exemptions(data, path),
+        unsupported=_unsupported(data, path),
         requires=tuple(str(t) for t in data.get("requires", [])),
         toolchain=parse_toolchain(data, path),
         suite=_suite(data, databases, path),

@@ -13,14 +13,14 @@ from pathlib import Path
 from bench.core import counting, manifest
 from bench.core.plan import Variant
 from bench.core.settings import Settings
-from bench.infra import envs
+from bench.infra import envs, static_files
 from bench.infra.db import Endpoint
 from bench.infra.environment import build_env
 from bench.infra.host import LOCAL
 from bench.infra.memory_cap import CapUnavailable, MemoryCap
 from bench.infra.process_group import ProcessGroup
 from bench.infra.resources import MemoryReading, memory_now
-from bench.infra.seam import Host, HttpUnanswered, ProcessRef
+from bench.infra.seam import Host, HttpUnanswered, ProcessRef, TransferError
 
 
 class ServerError(RuntimeError):
@@ -258,6 +258,13 @@ class ServerProcess:
                "BENCH_DB_POOL_SIZE": str(self.pool_size),
                "BENCH_DB_POOL_TOTAL": str(self.settings.db_connections),
                "PYTHONUNBUFFERED": "1"}
+        # the static test's files (servers/README.md, "The HTTP workloads"); a host they
+        # cannot be copied to serves no /static/, and the static test's verification
+        # fails there with this warning beside it
+        try:
+            env["BENCH_STATIC_DIR"] = static_files.folder_on(self.host)
+        except TransferError as exc:
+            self.warnings.append(f"no BENCH_STATIC_DIR on {self.host.name}: {exc}")
         if self.endpoint is not None:
             env.update(self.endpoint.server_env())
         env.update(self.listeners)       # its own TLS / h2c listeners (bench.infra.native)
