@@ -370,7 +370,7 @@ class Run:
                                 tls=self._certificates(case.load.protocol),
                                 first_request=first_request(
                                     case.test, case.n, self.context.load.seed,
-                                    self.settings.token)) as running:
+                                    self.settings.token, case.size)) as running:
                 if running.settled is not None:
                     record.db_settle = running.settled.as_dict()
                     if not running.settled.quiet:
@@ -448,6 +448,7 @@ class Run:
                              token=self.settings.token, suite=self.settings.with_suite,
                              mix=self.context.load.mix, overhead_s=started,
                              pipeline=self.settings.pipelined_depth,
+                             tests=self.settings.tests,
                              settle_db=self._settler(endpoint),
                              on_phase=self.display.phase, host=self.server_host,
                              # the reference (ceiling) is only ever measured directly
