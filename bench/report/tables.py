@@ -16,7 +16,7 @@ from bench.analysis.statistics import Spread
 from bench.core import suite, workloads
 from bench.core.conformance import cell as conformance_cell, endpoint, failed_checks
 from bench.core.protocols import HTTP2
-from bench.report.pipelined import gain_over_plain
+from bench.report.workloads import gain_over_plain, not_supported_in
 from bench.core.settings import KNOWN_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
     NO_DB_TESTS, format_cpu_list
 
@@ -231,6 +231,11 @@ def build_tables(doc: dict) -> list[Table]:
             table.rows.append(row)
         tables.append(table)
     gain_over_plain(tables)
+    for table, left in not_supported_in(doc, tables):
+        nothing = Spread(**{**dict.fromkeys(Spread.__dataclass_fields__), "n": 0})
+        table.rows.append(Row(test=left["test"], server=left["server"], database="None",
+                              orm="None", status="not supported", reason=left["reason"],
+                              rps=nothing, latency_ms={}))
     return tables
 
 
