@@ -77,6 +77,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-proxy", default=None, metavar="PROXY",
                        help="the proxy that terminates --protocol for a server that does not "
                             "speak it itself (default: nginx)")
+    serve.add_argument("--compression", action="store_true",
+                       help="start it with its response compression on (BENCH_COMPRESSION=1, "
+                            "as a --compression case runs it)")
     serve.add_argument("--servers-dir", action="append", type=Path, default=[])
     arguments.add_server_settings(serve)
     arguments.add_databases(serve)
@@ -282,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             from bench.cli.serve import serve
             return serve(settings, specs, args.server, args.database, args.orm,
-                         arguments.hosts_from(args), args.protocol)
+                         arguments.hosts_from(args), args.protocol, args.compression)
         if args.command == "verify":
             from bench.cli.verify import verify_selection
             return verify_selection(settings, specs, arguments.hosts_from(args))
