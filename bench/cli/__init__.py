@@ -131,6 +131,11 @@ def cmd_list(specs: dict) -> int:
     print(tabulate(rows, ["server", "language", "databases", "variants", "suite",
                           "concurrency", "available", "description"], tablefmt="simple",
                    maxcolwidths=[None, None, None, None, None, None, 60, 60]))
+    left = [[s.id, test, why] for s in specs.values() for test, why in s.unsupported.items()]
+    if left:          # the manifests' [unsupported]: shown as such in the tables too
+        print()
+        print(tabulate(left, ["server", "not supported", "why"], tablefmt="simple",
+                       maxcolwidths=[None, None, 90]))
     from bench.infra.proxy import available_proxies
     proxies = available_proxies()
     not_here = toolchains.unavailable(proxies)
@@ -186,7 +191,7 @@ def cmd_build(settings: Settings, specs: dict, hosts, behind: list[str] | None =
 
 def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
     from bench.cli.resume import NothingToDo, reopen
-    from bench.core.plan import plan
+    from bench.core.plan import not_supported, plan
     from bench.infra.proxy import available_proxies
     from bench.runner import Run
     previous = None
@@ -212,7 +217,8 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
     with session.Session(settings, cases, hosts=hosts, needs=session.FOR_RUN) as opened:
         try:
             run = Run(opened, cases, previous,
-                      {k: v for k, v in unavailable.items() if not settings.servers})
+                      {k: v for k, v in unavailable.items() if not settings.servers},
+                      not_supported=not_supported(settings, specs))
         except ValueError as exc:          # a stored schedule today's servers cannot give
             raise SelectionError(f"cannot continue {previous[1]}: {exc} (a server added or "
                                  f"removed since?)") from None

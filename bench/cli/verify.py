@@ -64,6 +64,7 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
                                          token=settings.token, suite=settings.with_suite,
                                          mix=settings.active_mix,
                                          pipeline=settings.pipelined_depth,
+                                         tests=settings.tests,
                                          host=session.host("server"),
                                          proxies=proxies, **over) as running:
                         report = running.verification

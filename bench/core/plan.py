@@ -11,7 +11,7 @@ import dataclasses
 import random
 from dataclasses import dataclass, field
 
-from bench.core import deps, pipelining, protocols, server_env, suite
+from bench.core import deps, pipelining, protocols, server_env, suite, workloads
 from bench.core.mix import MIX_TEST
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
 from bench.core.settings import DB_TESTS, DEFAULT_OPEN_MODEL, NO_DB_TESTS, NO_PROXY, \
@@ -92,24 +92,28 @@ class Case:
     n: int | None = None
     # the mixed test's profile (bench.core.mix.Mix.identity); None for the other tests
     mix: str | None = None
+    # the static test's file, the upload test's body (bench.core.workloads); None otherwise
+    size: str | None = None
 
     @property
     def id(self) -> str:
-        level = "" if self.n is None else f"_n{self.n}"
+        level = ("" if self.n is None else f"_n{self.n}") + \
+            ("" if self.size is None else f"_{self.size}")
         return (f"{self.variant.key}/{self.test.replace(' ', '_')}{level}"
                 f"@c{self.load.connections}{self.load.suffix}")
 
     @property
     def title(self) -> str:
-        """The test as tables name it: "queries n=20", "get user"."""
-        return suite.title(self.test, self.n)
+        """The test as tables name it: "queries n=20", "static 64k", "get user"."""
+        return workloads.title(suite.title(self.test, self.n), self.size)
 
     def key(self) -> dict:
         v = self.variant
         level = {} if self.n is None else {"n": self.n}   # older keys stay as they were
         mixed = {} if self.mix is None else {"mix": self.mix}
+        sized = {} if self.size is None else {"size": self.size}
         return {"server": v.server.label, "database": v.database, "orm": v.orm,
-                "test": self.test, **level, **mixed, **self.load.as_dict()}
+                "test": self.test, **level, **mixed, **sized, **self.load.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -205,16 +209,31 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
                           for t in DB_TESTS if t in settings.tests
                           and wants(spec, t, settings)
                           for n in settings.n_for(t) for p in own]
-        cases += [Case(Variant(spec, "none", False), t, pipelined(p, t, settings))
-                  for t in NO_DB_TESTS if t in settings.tests for p in own]
+        cases += [Case(Variant(spec, "none", False), t, pipelined(p, t, settings), size=size)
+                  for t in NO_DB_TESTS if t in settings.tests
+                  and t not in spec.unsupported
+                  for size in workloads.sizes_for(t, settings.sizes) for p in own]
     # the ceiling is a throughput: closed-loop points only
     direct = list(dict.fromkeys(dataclasses.replace(p, proxy=NO_PROXY) for p in points
                                 if p.rate is None and p.protocol == protocols.DEFAULT))
     for server_id in references:
-        cases += [Case(Variant(specs[server_id], "none", False), t, pipelined(p, t, settings))
-                  for t in NO_DB_TESTS if t in settings.tests for p in direct]
+        cases += [Case(Variant(specs[server_id], "none", False), t, pipelined(p, t, settings),
+                       size=size)
+                  for t in NO_DB_TESTS if t in settings.tests
+                  and t not in specs[server_id].unsupported
+                  for size in workloads.sizes_for(t, settings.sizes) for p in direct]
     check_budgets(settings, cases)
     return cases
+
+
+def not_supported(settings: Settings, specs: dict[str, ServerSpec]) -> list[dict]:
+    """The (server, test) pairs a run leaves out because the server's manifest says it
+    cannot do that HTTP workload ([unsupported]), with why: the tables show them as
+    "not supported", never as a silent gap."""
+    selected = settings.servers or sorted(specs)
+    return [{"server": specs[s].label, "test": t, "reason": specs[s].unsupported[t]}
+            for s in selected if s in specs for t in settings.tests
+            if t in specs[s].unsupported]
 
 
 def pipelined(point: LoadParams, test: str, settings: Settings) -> LoadParams:

@@ -65,6 +65,8 @@ class LoadRequest:
     # HTTP/1.1 requests each connection writes at once (the pipelined test); only a
     # generator whose `pipelines` is true runs more than 1 (bench.core.pipelining)
     pipeline: int = 1
+    # the static test's file, the upload test's body: "1k", "64k", "1m" (bench.core.workloads)
+    size: str | None = None
 
     @property
     def open_model(self) -> bool:

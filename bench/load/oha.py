@@ -101,6 +101,7 @@ class OhaSettings:
     # oha's tokio worker threads; None = oha's default (the physical cores)
     worker_threads: int | None = None
     n: int | None = None        # the database suite's rows per request
+    size: str | None = None     # the static test's file (bench.core.workloads)
     ca_file: str | None = None  # over https: the run's CA, which the certificate must chain to
 
     def __post_init__(self) -> None:
@@ -166,7 +167,7 @@ def oha_command(test: str, base_url: str, settings: OhaSettings,
     duration = settings.duration_s if duration_s is None else duration_s
     if not duration > 0:
         raise ValueError(f"duration_s must be > 0, got {duration}")
-    regex = url_regex(test, base_url, settings.n)
+    regex = url_regex(test, base_url, settings.n, settings.size)
     argv = [
         "oha",
         "--no-tui", "--output-format", "json",
@@ -454,7 +455,7 @@ class Oha:
                            seed=request.seed, token=request.token,
                            connection_close=request.connection_close,
                            worker_threads=request.threads, n=request.n,
-                           ca_file=request.ca_file)
+                           size=request.size, ca_file=request.ca_file)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

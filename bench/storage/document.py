@@ -155,6 +155,8 @@ class RunRecord(Record):
     builds: dict[str, BuildRecord] = field(default_factory=dict)
     servers: dict[str, ServerInfo] = field(default_factory=dict)
     unavailable: dict[str, str] = optional()   # server id -> why it was left out
+    # the HTTP workloads a server's manifest says it cannot do: {server, test, reason}
+    not_supported: list[dict] = optional()
     verification: dict[str, dict] = field(default_factory=dict)
     schedule: Schedule
     cases: list[CaseRecord] = field(default_factory=list)
@@ -173,7 +175,8 @@ class RunRecord(Record):
     def new(cls, *, run_id: str, settings: dict, environment: dict, load: LoadRecord,
             schedule: Schedule, cases: list[CaseRecord], servers: dict[str, ServerInfo],
             topology: dict | None = None,
-            unavailable: dict[str, str] | None = None) -> "RunRecord":
+            unavailable: dict[str, str] | None = None,
+            not_supported: list[dict] | None = None) -> "RunRecord":
         """A run about to start, every sample pending."""
         run = cls(run_id=run_id, started_at=results.now_iso(), settings=settings,
                   load=load, environment=environment, servers=servers, schedule=schedule,
@@ -182,6 +185,8 @@ class RunRecord(Record):
             run.topology = topology
         if unavailable:
             run.unavailable = dict(unavailable)
+        if not_supported:
+            run.not_supported = list(not_supported)
         return run
 
     # ------------------------------------------------------------- reading

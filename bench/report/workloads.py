@@ -1,7 +1,12 @@
-"""What pipelining gave each server: its pipelined req/s against its own plain req/s at
-the same load, in the same run (both tables must be there). A server that answers a
-batch one request at a time gains little, and the pipelined table says so per row, as
-TechEmpower's readers had to work out by comparing two tables themselves."""
+"""What the tables add for the HTTP workloads (bench.core.workloads, pipelining):
+
+- what pipelining gave each server: its pipelined req/s against its own plain req/s at
+  the same load, in the same run (both tables must be there). A server that answers a
+  batch one request at a time gains little, and the pipelined table says so per row, as
+  TechEmpower's readers had to work out by comparing two tables themselves;
+- a "not supported" row, with why, for each server whose manifest says it cannot do a
+  test (the run stored them: RunRecord.not_supported).
+"""
 from __future__ import annotations
 
 from bench.core.pipelining import PIPELINED_TEST, REQUESTS_OF
@@ -37,3 +42,12 @@ def _same_load(plain: dict, pipelined: dict) -> bool:
     mode = pipelined["connection_mode"]
     return (all(plain[k] == pipelined[k] for k in ("connections", "generator", "proxy"))
             and mode.startswith(plain["connection_mode"] + ", pipelined "))
+
+
+
+def not_supported_in(doc: dict, tables: list):
+    """(table, {server, test, reason}) for every server whose manifest says it cannot do
+    a test a table shows: its row says so, with why, never a silent gap."""
+    for left in doc.get("not_supported") or []:
+        for table in (t for t in tables if t.test == left["test"]):
+            yield table, left
