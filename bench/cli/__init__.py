@@ -254,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.setup import doctor
         return doctor.main(argv[1:])
     args = parser().parse_args(argv)
+    # every server and load generator this process starts inherits it: --connections
+    # 10000 needs 10,000 open files in each (bench.infra.limits)
+    from bench.infra.limits import raise_open_files
+    raise_open_files()
     if args.command == "compare":
         return compare.run(args, Settings().results_dir)
     if args.command == "report":

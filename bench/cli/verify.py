@@ -65,6 +65,7 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
                                          mix=settings.active_mix,
                                          pipeline=settings.pipelined_depth,
                                          tests=settings.tests,
+                                         compression=settings.compression,
                                          host=session.host("server"),
                                          proxies=proxies, **over) as running:
                         report = running.verification

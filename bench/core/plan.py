@@ -46,6 +46,9 @@ class LoadParams:
     streams: int = 1
     # HTTP/1.1 requests each connection writes at once (the pipelined test's depth)
     pipeline: int = 1
+    # the Accept-Encoding asked for (--compression; bench.core.workloads), from a server
+    # started with its compression on; identity: neither
+    encoding: str = workloads.IDENTITY
 
     def as_dict(self) -> dict:
         out = {"connections": self.connections, "connection_mode": self.connection_mode,
@@ -54,6 +57,8 @@ class LoadParams:
             out.update(protocol=self.protocol, streams=self.streams)
         if self.pipeline != 1:
             out.update(pipeline=self.pipeline)
+        if self.encoding != workloads.IDENTITY:
+            out.update(encoding=self.encoding)
         return out
 
     @property
@@ -66,6 +71,8 @@ class LoadParams:
             parts.append(self.protocol + (f"-m{self.streams}" if self.streams != 1 else ""))
         if self.pipeline != 1:
             parts.append(f"pipeline{self.pipeline}")
+        if self.encoding != workloads.IDENTITY:
+            parts.append(self.encoding)
         if self.proxy != NO_PROXY:
             parts.append(f"behind-{self.proxy}")
         if self.generator not in ("wrk", protocols.HTTP2_GENERATOR):
@@ -80,7 +87,7 @@ class LoadParams:
         wrk's for oha, k6's own for k6 (bench.core.settings.rate_base)."""
         return LoadParams(self.connections, self.connection_mode, rate_base(self.generator),
                           self.proxy, protocol=self.protocol, streams=self.streams,
-                          pipeline=self.pipeline)
+                          pipeline=self.pipeline, encoding=self.encoding)
 
 
 @dataclass(frozen=True)
@@ -209,19 +216,20 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
                           for t in DB_TESTS if t in settings.tests
                           and wants(spec, t, settings)
                           for n in settings.n_for(t) for p in own]
-        cases += [Case(Variant(spec, "none", False), t, pipelined(p, t, settings), size=size)
+        cases += [Case(Variant(spec, "none", False), t, point, size=size)
                   for t in NO_DB_TESTS if t in settings.tests
                   and t not in spec.unsupported
-                  for size in workloads.sizes_for(t, settings.sizes) for p in own]
+                  for size in workloads.sizes_for(t, settings.sizes) for p in own
+                  for point in points_of(spec, p, t, settings)]
     # the ceiling is a throughput: closed-loop points only
     direct = list(dict.fromkeys(dataclasses.replace(p, proxy=NO_PROXY) for p in points
                                 if p.rate is None and p.protocol == protocols.DEFAULT))
     for server_id in references:
-        cases += [Case(Variant(specs[server_id], "none", False), t, pipelined(p, t, settings),
-                       size=size)
+        cases += [Case(Variant(specs[server_id], "none", False), t, point, size=size)
                   for t in NO_DB_TESTS if t in settings.tests
                   and t not in specs[server_id].unsupported
-                  for size in workloads.sizes_for(t, settings.sizes) for p in direct]
+                  for size in workloads.sizes_for(t, settings.sizes) for p in direct
+                  for point in points_of(specs[server_id], p, t, settings)]
     check_budgets(settings, cases)
     return cases
 
@@ -231,14 +239,20 @@ def not_supported(settings: Settings, specs: dict[str, ServerSpec]) -> list[dict
     cannot do that HTTP workload ([unsupported]), with why: the tables show them as
     "not supported", never as a silent gap."""
     selected = settings.servers or sorted(specs)
+    asked = [*settings.tests, *(["compression"] if settings.compression else [])]
     return [{"server": specs[s].label, "test": t, "reason": specs[s].unsupported[t]}
-            for s in selected if s in specs for t in settings.tests
-            if t in specs[s].unsupported]
+            for s in selected if s in specs for t in asked if t in specs[s].unsupported]
 
 
-def pipelined(point: LoadParams, test: str, settings: Settings) -> LoadParams:
-    """A load point as `test` meets it: the pipelined test's with its depth."""
-    return dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline))
+def points_of(spec: ServerSpec, point: LoadParams, test: str,
+              settings: Settings) -> list[LoadParams]:
+    """A load point as `test` meets it on `spec`: the pipelined test's with its depth; to
+    json's and static's once per encoding (--compression), where the server has not
+    declared compression unsupported."""
+    point = dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline))
+    encodings = workloads.encodings_for(test, settings.compression) \
+        if "compression" not in spec.unsupported else (workloads.IDENTITY,)
+    return [dataclasses.replace(point, encoding=e) for e in encodings]
 
 
 def wants(spec: ServerSpec, test: str, settings: Settings) -> bool:

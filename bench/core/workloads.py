@@ -94,3 +94,34 @@ def generator_problems(tests, generators) -> list[str]:
             out.append(f"--tests {test} with --generator {g}: {WHY_NOT.get(g, 'it cannot send it')}"
                        f"; it runs with {', '.join(GENERATORS[test])}")
     return out
+
+
+# compression (--compression gzip,br): `to json` and `static` asked for with that
+# Accept-Encoding, each encoding a case beside the uncompressed one, from a server started
+# with BENCH_COMPRESSION=1 (the uncompressed case's server has none: its figures are the
+# same as without --compression)
+ENCODINGS = ("gzip", "br")
+IDENTITY = "identity"
+COMPRESSIBLE_TESTS = ("to json", STATIC_TEST)
+# the generators that send an Accept-Encoding header of the harness's choosing
+COMPRESSION_GENERATORS = ("wrk", "oha", "h2load")
+
+
+def encodings_for(test: str, compression) -> tuple[str, ...]:
+    """The encodings a case of `test` is measured with: identity, then each asked for."""
+    return (IDENTITY, *compression) if test in COMPRESSIBLE_TESTS else (IDENTITY,)
+
+
+def compression_problems(compression, tests, generators) -> list[str]:
+    unknown = [e for e in compression if e not in ENCODINGS]
+    if unknown:
+        return [f"unknown --compression {','.join(unknown)}; valid: {', '.join(ENCODINGS)}"]
+    if len(set(compression)) != len(compression):
+        return [f"--compression lists a value twice: {','.join(compression)}"]
+    if compression and not set(tests) & set(COMPRESSIBLE_TESTS):
+        return [f"--compression applies to {' and '.join(COMPRESSIBLE_TESTS)}; neither is "
+                f"among --tests {','.join(tests)}"]
+    others = [g for g in generators if g not in COMPRESSION_GENERATORS] if compression else []
+    return [f"--compression with --generator {','.join(others)}: its scripts send no "
+            f"Accept-Encoding yet; compression runs with {', '.join(COMPRESSION_GENERATORS)}"
+            ] if others else []

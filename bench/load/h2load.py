@@ -79,7 +79,9 @@ def command(request: LoadRequest, uris_file: str, log_file: str) -> list[str]:
     return ["h2load", "-c", str(request.connections), "-t", str(threads),
             "-m", str(request.streams), "-D", f"{max(1, round(request.duration_s * 1000))}ms",
             "-N", f"{max(1, round(request.timeout_s * 1000))}ms",
-            "-H", f"token: {request.token}", "-i", uris_file, "--log-file", log_file]
+            "-H", f"token: {request.token}",
+            *[arg for header in request.headers for arg in ("-H", header)],
+            "-i", uris_file, "--log-file", log_file]
 
 
 def parse_report(text: str, *, connections: int, streams: int) -> dict:

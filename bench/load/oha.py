@@ -102,6 +102,7 @@ class OhaSettings:
     worker_threads: int | None = None
     n: int | None = None        # the database suite's rows per request
     size: str | None = None     # the static test's file (bench.core.workloads)
+    headers: tuple[str, ...] = ()   # more request headers (-H): --compression's
     ca_file: str | None = None  # over https: the run's CA, which the certificate must chain to
 
     def __post_init__(self) -> None:
@@ -187,6 +188,7 @@ def oha_command(test: str, base_url: str, settings: OhaSettings,
         # oha asks for gzip/br by default; the wrk scripts do not
         "--disable-compression",
         "-H", f"token: {settings.token}",
+        *[arg for header in settings.headers for arg in ("-H", header)],
     ]
     if settings.worker_threads is not None:
         argv += ["--worker-threads", str(settings.worker_threads)]
@@ -455,7 +457,8 @@ class Oha:
                            seed=request.seed, token=request.token,
                            connection_close=request.connection_close,
                            worker_threads=request.threads, n=request.n,
-                           size=request.size, ca_file=request.ca_file)
+                           size=request.size, headers=tuple(request.headers),
+                           ca_file=request.ca_file)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

@@ -14,7 +14,7 @@ from bench import load
 from bench.core.context import RunContext
 from bench.core.mix import MIX_TEST
 from bench.core import pipelining
-from bench.core.workloads import UPLOAD_TEST
+from bench.core.workloads import IDENTITY, UPLOAD_TEST
 from bench.core.protocols import HTTP2
 from bench.core.plan import LoadParams, Sample
 from bench.infra import db
@@ -96,6 +96,8 @@ class Measurer:
                            connection_close=params.connection_mode == "close", rate=rate,
                            n=n, iterations=iterations, protocol=params.protocol,
                            streams=params.streams, pipeline=params.pipeline, size=size,
+                           accept_encoding=None if params.encoding == IDENTITY
+                           else params.encoding,
                            mix=p.mix.script_arg if p.mix and test == MIX_TEST else None)
 
     def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,

@@ -15,6 +15,7 @@ from typing import Callable
 from bench.analysis import judge, statistics
 from bench.core import protocols
 from bench.core.mix import MIX_TEST, summary_problem
+from bench.core.workloads import IDENTITY
 from bench.core.plan import Case, Sample, databases_needed, schedule
 from bench.core.settings import NO_PROXY, closed_loop_generators, open_model_generators, \
     parse_rate
@@ -378,7 +379,8 @@ class Run:
                                 tls=self._certificates(case.load.protocol),
                                 first_request=first_request(
                                     case.test, case.n, self.context.load.seed,
-                                    self.settings.token, case.size)) as running:
+                                    self.settings.token, case.size),
+                                compression=case.load.encoding != IDENTITY) as running:
                 if running.settled is not None:
                     record.db_settle = running.settled.as_dict()
                     if not running.settled.quiet:
@@ -456,7 +458,7 @@ class Run:
                              token=self.settings.token, suite=self.settings.with_suite,
                              mix=self.context.load.mix, overhead_s=started,
                              pipeline=self.settings.pipelined_depth,
-                             tests=self.settings.tests,
+                             tests=self.settings.tests, compression=self.settings.compression,
                              settle_db=self._settler(endpoint),
                              on_phase=self.display.phase, host=self.server_host,
                              # the reference (ceiling) is only ever measured directly

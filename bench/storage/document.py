@@ -139,6 +139,15 @@ class Continuation(Record):
 
 
 @dataclass(kw_only=True, slots=True)
+class NotSupported(Record):
+    """A test a server's manifest says it cannot do ([unsupported]): left out, with why."""
+    SCHEMA: ClassVar[str] = "#/$defs/not_supported"
+    server: str
+    test: str
+    reason: str
+
+
+@dataclass(kw_only=True, slots=True)
 class RunRecord(Record):
     SCHEMA: ClassVar[str] = "#"
     schema_version: int = results.SCHEMA_VERSION
@@ -156,7 +165,7 @@ class RunRecord(Record):
     servers: dict[str, ServerInfo] = field(default_factory=dict)
     unavailable: dict[str, str] = optional()   # server id -> why it was left out
     # the HTTP workloads a server's manifest says it cannot do: {server, test, reason}
-    not_supported: list[dict] = optional()
+    not_supported: list[NotSupported] = optional()
     verification: dict[str, dict] = field(default_factory=dict)
     schedule: Schedule
     cases: list[CaseRecord] = field(default_factory=list)
@@ -186,7 +195,7 @@ class RunRecord(Record):
         if unavailable:
             run.unavailable = dict(unavailable)
         if not_supported:
-            run.not_supported = list(not_supported)
+            run.not_supported = [NotSupported(**left) for left in not_supported]
         return run
 
     # ------------------------------------------------------------- reading

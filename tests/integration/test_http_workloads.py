@@ -19,7 +19,8 @@ FIXTURES = discover([ROOT / "tests" / "fixtures" / "servers"])
 # fixture -> the checks it must fail, and only those (the correct twin: none)
 PLANTED = {"http_workloads": set(), "broken_pipelining_order": {"pipelined"},
            "broken_static_climbs_out": {"static path out of the folder"},
-           "broken_upload_wrong_checksum": {"upload"}}
+           "broken_upload_wrong_checksum": {"upload"},
+           "broken_compression_lies": {"compression"}}
 
 
 @pytest.mark.parametrize("server_id", sorted(PLANTED))
@@ -27,12 +28,13 @@ def test_each_planted_defect_fails_exactly_its_check(server_id, tmp_path):
     with verified_server(Variant(FIXTURES[server_id], "none", False),
                          Settings(port=next(PORTS), workers=1), None, tmp_path / "server.log",
                          token=TOKEN, suite=False, pipeline=16,
-                         tests=("static", "upload", "delay")) as running:
+                         tests=("static", "upload", "delay"),
+                         compression=("gzip", "br")) as running:
         report = running.verification
     failed = {c.name for c in report.failures}
     assert failed == PLANTED[server_id], report.summary_text()
     names = {c.name for c in report.checks}
-    assert {"pipelined", "static", "static missing file", "static path out of the folder",
+    assert {"pipelined", "static", "compression", "static missing file", "static path out of the folder",
             "upload", "upload without token", "upload over the limit", "delay"} <= names
     detail = {c.name: c.detail for c in report.checks}
     if server_id == "broken_pipelining_order":
@@ -40,6 +42,9 @@ def test_each_planted_defect_fails_exactly_its_check(server_id, tmp_path):
     elif server_id == "broken_static_climbs_out":
         assert "GET /static/../outside.txt: status 200 with a file outside the folder" in \
             detail["static path out of the folder"]
+    elif server_id == "broken_compression_lies":
+        assert "says Content-Encoding gzip but its 65,536 bytes do not decode" in \
+            detail["compression"]
     elif server_id == "broken_upload_wrong_checksum":
         assert "POST /upload/ with 65,536 bytes: answered" in detail["upload"]
     else:
