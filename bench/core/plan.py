@@ -239,7 +239,9 @@ def not_supported(settings: Settings, specs: dict[str, ServerSpec]) -> list[dict
     cannot do that HTTP workload ([unsupported]), with why: the tables show them as
     "not supported", never as a silent gap."""
     selected = settings.servers or sorted(specs)
-    asked = [*settings.tests, *(["compression"] if settings.compression else [])]
+    asked = [*settings.tests, *(["compression", *(f"compression.{e}" for e in
+                                                 settings.compression)]
+                                if settings.compression else [])]
     return [{"server": specs[s].label, "test": t, "reason": specs[s].unsupported[t]}
             for s in selected if s in specs for t in asked if t in specs[s].unsupported]
 
@@ -250,9 +252,8 @@ def points_of(spec: ServerSpec, point: LoadParams, test: str,
     json's and static's once per encoding (--compression), where the server has not
     declared compression unsupported."""
     point = dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline))
-    encodings = workloads.encodings_for(test, settings.compression) \
-        if "compression" not in spec.unsupported else (workloads.IDENTITY,)
-    return [dataclasses.replace(point, encoding=e) for e in encodings]
+    return [dataclasses.replace(point, encoding=e) for e in
+            workloads.encodings_for(test, settings.compression, spec.unsupported)]
 
 
 def wants(spec: ServerSpec, test: str, settings: Settings) -> bool:

@@ -107,9 +107,19 @@ COMPRESSIBLE_TESTS = ("to json", STATIC_TEST)
 COMPRESSION_GENERATORS = ("wrk", "oha", "h2load")
 
 
-def encodings_for(test: str, compression) -> tuple[str, ...]:
-    """The encodings a case of `test` is measured with: identity, then each asked for."""
-    return (IDENTITY, *compression) if test in COMPRESSIBLE_TESTS else (IDENTITY,)
+def encodings_for(test: str, compression, unsupported=()) -> tuple[str, ...]:
+    """The encodings a case of `test` is measured with: identity, then each asked for
+    that the server's [unsupported] (`unsupported`) does not exclude."""
+    if test not in COMPRESSIBLE_TESTS:
+        return (IDENTITY,)
+    return (IDENTITY, *supported_encodings(compression, unsupported))
+
+
+def supported_encodings(compression, unsupported) -> tuple[str, ...]:
+    """Those of `compression` a server with this [unsupported] is asked for."""
+    if "compression" in unsupported:
+        return ()
+    return tuple(e for e in compression if f"compression.{e}" not in unsupported)
 
 
 def compression_problems(compression, tests, generators) -> list[str]:

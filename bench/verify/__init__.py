@@ -7,6 +7,8 @@ from __future__ import annotations
 from contextlib import ExitStack, contextmanager
 from typing import Callable
 
+from bench.core.workloads import supported_encodings
+
 
 def exempt(report, exemptions: dict) -> None:
     """A reference server's failed checks that its manifest exempts, with the reason,
@@ -70,7 +72,8 @@ def verifier(token: str, suite: bool = False, relay=None, mix=None,
         if endpoint is None and server.compression:
             from bench.verify.compression import CHECK, check_compression
             report.checks += guarded(CHECK, lambda: check_compression(
-                server.base_url, token, compression))
+                server.base_url, token,
+                supported_encodings(compression, v.server.unsupported)))
         exempt(report, v.server.exemptions)
         if server.endpoint is not None:
             def connections():
@@ -162,8 +165,8 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
         running = stack.enter_context(running_server(
             variant, settings, relay.endpoint if relay else endpoint, log_path,
             verifier=verifier(token, suite, relay, mix, pipeline, tests, compression),
-            compression=bool(compression) and variant.database == "none"
-            and "compression" not in variant.server.unsupported, host=host, listeners=listeners,
+            compression=variant.database == "none" and bool(supported_encodings(
+                compression, variant.server.unsupported)), host=host, listeners=listeners,
             **kwargs))
         if proxies and running.verification is not None:
             check_behind(running, proxies, settings, token, host, log_path)

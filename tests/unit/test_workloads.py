@@ -74,6 +74,12 @@ def test_compression_is_a_case_per_encoding_beside_the_uncompressed_one():
     assert "encoding" not in cases[0].key()
     assert not_supported(settings, specs) == [
         {"server": "fasthttp", "test": "compression", "reason": "not here"}]
+    # one encoding only: gzip measured, br left out and shown
+    specs["gin"] = dataclasses.replace(SPECS["gin"], unsupported={"compression.br": "gzip only"})
+    assert [c.load.encoding for c in plan(settings, specs) if c.variant.server.id == "gin"
+            and c.test == "to json"] == ["identity", "gzip"]
+    assert {"server": "gin", "test": "compression.br", "reason": "gzip only"} in \
+        not_supported(settings, specs)
 
 
 def test_the_generators_ask_for_the_workloads_as_the_contract_says():
