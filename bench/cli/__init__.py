@@ -77,7 +77,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-proxy", default=None, metavar="PROXY",
                        help="the proxy that terminates --protocol for a server that does not "
                             "speak it itself (default: nginx)")
-    serve.add_argument("--compression", action="store_true",
+    # dest not `compression`: Settings has a field of that name (--compression's encodings)
+    serve.add_argument("--compression", dest="serve_compressed", action="store_true",
                        help="start it with its response compression on (BENCH_COMPRESSION=1, "
                             "as a --compression case runs it)")
     serve.add_argument("--servers-dir", action="append", type=Path, default=[])
@@ -285,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             from bench.cli.serve import serve
             return serve(settings, specs, args.server, args.database, args.orm,
-                         arguments.hosts_from(args), args.protocol, args.compression)
+                         arguments.hosts_from(args), args.protocol, args.serve_compressed)
         if args.command == "verify":
             from bench.cli.verify import verify_selection
             return verify_selection(settings, specs, arguments.hosts_from(args))
