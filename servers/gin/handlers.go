@@ -7,10 +7,13 @@ package main
 // gives a 500.
 
 import (
+	"errors"
 	"io"
 	"log"
 	"net/http"
+	"os"
 
+	"github.com/CAFxX/httpcompression"
 	"github.com/gin-gonic/gin"
 
 	"webbench/gocommon"
@@ -81,6 +84,72 @@ func (a app) fortunes(c *gin.Context) {
 	c.HTML(http.StatusOK, gocommon.FortunesTemplate, fortunes)
 }
 
+// POST /upload/: the body is streamed through the checksum as it arrives (never
+// buffered whole); a declared length over 8 MiB is refused before reading, and a
+// chunked body is cut off one byte past the limit (http.MaxBytesReader).
+func (a app) upload(c *gin.Context) {
+	reply(c, a.Upload(a.authorized(c), func(w io.Writer) error {
+		if c.Request.ContentLength > gocommon.MaxUpload {
+			return gocommon.ErrTooLarge
+		}
+		_, err := io.Copy(w, http.MaxBytesReader(c.Writer, c.Request.Body, gocommon.MaxUpload))
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return gocommon.ErrTooLarge
+		}
+		return err
+	}))
+}
+
+// GET /delay/: the request's goroutine sleeps (gocommon.App.Delay), no thread is held.
+func (a app) delay(c *gin.Context) { reply(c, a.Delay(a.authorized(c))) }
+
+// filesOnly is the static folder (http.Dir: a path is cleaned, so it cannot climb out
+// of the folder) without its directories: /static/ itself is not found, the JSON 404
+// (gin's static handler hands a name it cannot open to NoRoute), not a listing.
+type filesOnly struct{ http.Dir }
+
+func (f filesOnly) Open(name string) (http.File, error) {
+	file, err := f.Dir.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		file.Close()
+		return nil, os.ErrNotExist
+	}
+	return file, nil
+}
+
+// compressed: BENCH_COMPRESSION=1 wraps the whole engine in CAFxX/httpcompression's
+// DefaultAdapter, a net/http middleware (gin's own gin-contrib/gzip has no br): zstd,
+// br, gzip or deflate by Accept-Encoding (in that order of the server's preference) at
+// each library's default level, answers under 200 bytes as they are, Vary:
+// Accept-Encoding on every answer it sees. A Range request is answered as is: its
+// 206's Content-Range counts the file's bytes, which compression would change.
+func compressed(h http.Handler) (http.Handler, error) {
+	adapter, err := httpcompression.DefaultAdapter()
+	if err != nil {
+		return nil, err
+	}
+	c := adapter(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Range") != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		c.ServeHTTP(w, r)
+	}), nil
+}
+
+// newHandler: the routes, compressed when the settings say so.
+func newHandler(core *gocommon.App) (http.Handler, error) {
+	r := newRouter(core)
+	if !core.Compression {
+		return r, nil
+	}
+	return compressed(r)
+}
+
 // notFound: any path that is not one of the contract's routes.
 func notFound(c *gin.Context) { reply(c, gocommon.NotFound) }
 
@@ -120,5 +189,12 @@ func newRouter(core *gocommon.App) *gin.Engine {
 	r.GET("/updates/", a.updates)
 	r.GET("/fortunes/", a.fortunes)
 	r.GET("/cached/", a.cached)
+	r.POST("/upload/", a.upload)
+	r.GET("/delay/", a.delay)
+	if core.StaticDir != "" {
+		// gin's static handler (GET and HEAD /static/*filepath): net/http's
+		// FileServer, so Last-Modified, 304, Range and the type from the extension.
+		r.StaticFS("/static", filesOnly{http.Dir(core.StaticDir)})
+	}
 	return r
 }

@@ -40,7 +40,11 @@ func main() {
 	}
 	store := gocommon.OpenStore(cfg, open)
 
-	router := newRouter(gocommon.NewApp(cfg.Token, store, gocommon.PingBody(cfg)))
+	router, err := newHandler(gocommon.NewAppFrom(cfg, store))
+	if err != nil {
+		gocommon.CloseStore(store)
+		log.Fatalf("compression: %v", err)
+	}
 	srv := &http.Server{
 		Handler: router,
 		// Headers of a well-behaved client arrive at once; a stalled one is dropped.
