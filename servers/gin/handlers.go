@@ -12,8 +12,9 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"strings"
 
-	"github.com/CAFxX/httpcompression"
+	"github.com/gin-contrib/gzip"
 	"github.com/gin-gonic/gin"
 
 	"webbench/gocommon"
@@ -120,34 +121,13 @@ func (f filesOnly) Open(name string) (http.File, error) {
 	return file, nil
 }
 
-// compressed: BENCH_COMPRESSION=1 wraps the whole engine in CAFxX/httpcompression's
-// DefaultAdapter, a net/http middleware (gin's own gin-contrib/gzip has no br): zstd,
-// br, gzip or deflate by Accept-Encoding (in that order of the server's preference) at
-// each library's default level, answers under 200 bytes as they are, Vary:
-// Accept-Encoding on every answer it sees. A Range request is answered as is: its
-// 206's Content-Range counts the file's bytes, which compression would change.
-func compressed(h http.Handler) (http.Handler, error) {
-	adapter, err := httpcompression.DefaultAdapter()
-	if err != nil {
-		return nil, err
-	}
-	c := adapter(h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Range") != "" {
-			h.ServeHTTP(w, r)
-			return
-		}
-		c.ServeHTTP(w, r)
-	}), nil
-}
-
-// newHandler: the routes, compressed when the settings say so.
-func newHandler(core *gocommon.App) (http.Handler, error) {
-	r := newRouter(core)
-	if !core.Compression {
-		return r, nil
-	}
-	return compressed(r)
+// shouldCompress: gin-contrib/gzip's own rule (the request's Accept-Encoding names
+// gzip, and it is no Upgrade), and a Range request is answered as is: its 206 counts
+// the file's bytes, which gzip would change.
+func shouldCompress(c *gin.Context) bool {
+	h := c.Request.Header
+	return strings.Contains(h.Get("Accept-Encoding"), "gzip") &&
+		!strings.Contains(h.Get("Connection"), "Upgrade") && h.Get("Range") == ""
 }
 
 // notFound: any path that is not one of the contract's routes.
@@ -175,6 +155,11 @@ func newRouter(core *gocommon.App) *gin.Engine {
 	// A known path with another method: 405 (gin answers 404 by default).
 	r.HandleMethodNotAllowed = true
 	r.Use(gin.CustomRecoveryWithWriter(log.Writer(), recovered))
+	if core.Compression {
+		// BENCH_COMPRESSION=1: gin-contrib/gzip (gin's own middleware; gzip only) at
+		// compress/gzip's default level, on every route registered after it.
+		r.Use(gzip.Gzip(gzip.DefaultCompression, gzip.WithCustomShouldCompressFn(shouldCompress)))
+	}
 	r.NoRoute(notFound)
 	r.NoMethod(methodNotAllowed)
 	// The fortunes page: html/template (autoescaping), rendered by c.HTML.

@@ -40,11 +40,7 @@ func main() {
 	}
 	store := gocommon.OpenStore(cfg, open)
 
-	router, err := newHandler(gocommon.NewAppFrom(cfg, store))
-	if err != nil {
-		gocommon.CloseStore(store)
-		log.Fatalf("compression: %v", err)
-	}
+	router := newRouter(gocommon.NewAppFrom(cfg, store))
 	srv := &http.Server{
 		Handler: router,
 		// Headers of a well-behaved client arrive at once; a stalled one is dropped.
