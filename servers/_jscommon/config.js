@@ -42,7 +42,11 @@ function fromEnv (name, env = process.env) {
     dbName: env.BENCH_DB_NAME || 'webservers_bench',
     dbUser: env.BENCH_DB_USER || 'bench',
     dbPassword: env.BENCH_DB_PASSWORD || '',
-    poolSize: positiveInt(env, 'BENCH_DB_POOL_SIZE', 1)
+    poolSize: positiveInt(env, 'BENCH_DB_POOL_SIZE', 1),
+    // The HTTP workloads: the folder /static/ serves (unset: no /static/ at all), and
+    // the framework's response compression on (BENCH_COMPRESSION=1) or absent.
+    staticDir: env.BENCH_STATIC_DIR || null,
+    compression: env.BENCH_COMPRESSION === '1'
   })
 }
 

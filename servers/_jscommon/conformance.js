@@ -4,26 +4,38 @@
 // database: the status order (token, database, id, body), the JSON 404 / 405 / 400 /
 // 500 bodies, raw PATCH bodies of every Content-Type, the query strings, and the
 // database suite (n parsing, the fortunes page exactly as specified and escaped, the
-// statements per request against a recording fake repository, the warm cache).
+// statements per request against a recording fake repository, the warm cache), and the
+// HTTP workloads (/upload/'s CRC-32 and 413, /delay/, /static/ with its conditional GET,
+// ranges and refused climbs out of the folder, compression on and off).
 //
 // A server's test file calls defineTests(name, start), where
 //   start(cfg, repo) -> Promise<app>, app.call(method, url, { token, body, headers })
-//   and app.get(url, token) -> Promise<{ status, type, json, text, headers }>,
+//   and app.get(url, token) -> Promise<{ status, type, json, text, headers, raw }>,
 //   app.close() -> Promise
-// (fastify: fastify.inject(); express: a real socket on 127.0.0.1 and fetch).
+// (fastify: fastify.inject(); express: a real socket on 127.0.0.1 and node:http). The
+// url is sent as written (no '..' or '%2e%2e' resolved by the client).
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const zlib = require('node:zlib')
 
 const contract = require('./contract')
+const workloads = require('./workloads')
 
 const CFG = Object.freeze({ db: 'postgres', orm: false, token: 'tok' })
 
-/** A response as the tests read it; `headers` lower-cased names to values. */
-function response (status, headers, text) {
+/**
+ * A response as the tests read it; `headers` lower-cased names to values, `raw` the
+ * body's bytes (a Buffer), `text` them as UTF-8.
+ */
+function response (status, headers, raw) {
+  const text = raw.toString('utf8')
   let json
   try { json = JSON.parse(text) } catch { json = undefined }
-  return { status, type: headers['content-type'], json, text, headers }
+  return { status, type: headers['content-type'], json, text, headers, raw }
 }
 
 function defineTests (name, startApp) {
@@ -297,6 +309,151 @@ function defineTests (name, startApp) {
     } finally {
       console.error = original
       await app.close()
+    }
+  })
+
+  // ------------------------------------------------------- the HTTP workloads
+
+  test('upload: the body\'s length and CRC-32, 413 over 8 MiB, token first, 405', async () => {
+    const app = await start({ ...CFG, db: 'none' }, null)
+    const octets = { 'content-type': 'application/octet-stream' }
+    try {
+      let r = await app.call('POST', '/upload/', { body: '123456789', headers: octets })
+      assert.equal(r.status, 200)
+      assert.match(r.type, /^application\/json/)
+      assert.deepEqual(r.json, { bytes: 9, crc32: 'cbf43926' }) // the CRC-32 check value
+      r = await app.call('POST', '/upload/', { body: Buffer.alloc(0), headers: octets })
+      assert.deepEqual(r.json, { bytes: 0, crc32: '00000000' })
+      // exactly 8 MiB is accepted (binary, every byte value), one byte more is not
+      const big = Buffer.alloc(workloads.MAX_UPLOAD, 'webbench\x00\xff\n', 'latin1')
+      r = await app.call('POST', '/upload/', { body: big, headers: octets })
+      assert.equal(r.status, 200)
+      assert.deepEqual(r.json, { bytes: big.length, crc32: zlib.crc32(big).toString(16).padStart(8, '0') })
+      r = await app.call('POST', '/upload/', { body: Buffer.concat([big, Buffer.from('x')]), headers: octets })
+      assert.equal(r.status, 413)
+      assert.equal(typeof r.json.error, 'string')
+      r = await app.call('POST', '/upload/', { token: null, body: 'x', headers: octets })
+      assert.equal(r.status, 401)
+      r = await app.call('GET', '/upload/')
+      assert.equal(r.status, 405)
+      assert.equal(r.headers.allow, 'POST')
+      assert.equal(typeof r.json.error, 'string')
+    } finally {
+      await app.close()
+    }
+  })
+
+  test('upload: a body over 8 MiB without Content-Length is a 413 too', async () => {
+    // the stream helper on its own: a chunked body counted as it arrives
+    const { Readable } = require('node:stream')
+    const chunks = (n, size) => Readable.from(Array.from({ length: n }, () => Buffer.alloc(size, 1)))
+    assert.equal(await workloads.readUpload(chunks(9, 1024 * 1024)), null)
+    assert.equal(await workloads.readUpload(chunks(8, 1024 * 1024)),
+      workloads.uploadBody(8 * 1024 * 1024, zlib.crc32(Buffer.alloc(8 * 1024 * 1024, 1))))
+  })
+
+  test('delay: 10 ms, then the exact text; token first, 405', async () => {
+    const app = await start({ ...CFG, db: 'none' }, null)
+    try {
+      const began = process.hrtime.bigint()
+      let r = await app.get('/delay/')
+      assert.ok(process.hrtime.bigint() - began >= 10_000_000n)
+      assert.equal(r.status, 200)
+      assert.match(r.type, /^text\/plain/)
+      assert.equal(r.text, 'delayed 10 ms')
+      r = await app.get('/delay/', null)
+      assert.equal(r.status, 401)
+      r = await app.call('POST', '/delay/')
+      assert.equal(r.status, 405)
+      assert.equal(r.headers.allow, 'GET, HEAD')
+    } finally {
+      await app.close()
+    }
+  })
+
+  /** A folder like the harness's: files/ served, outside.txt beside it. */
+  function staticFolder () {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'webbench-static-'))
+    const files = path.join(root, 'files')
+    fs.mkdirSync(files)
+    const text = Buffer.from('static file benchmark harness request answer\n'.repeat(100)) // 4,500 bytes
+    fs.writeFileSync(path.join(files, '4k.txt'), text)
+    fs.writeFileSync(path.join(root, 'outside.txt'), 'outside: never served\n')
+    return { root, files, text }
+  }
+
+  test('static: the framework\'s handler, public, ETag / Last-Modified, 304, 206, no climbing out', async () => {
+    const { root, files, text } = staticFolder()
+    const app = await start({ ...CFG, db: 'none', staticDir: files }, null)
+    const without = await start({ ...CFG, db: 'none' }, null)
+    try {
+      let r = await app.get('/static/4k.txt', null) // no token needed
+      assert.equal(r.status, 200)
+      assert.ok(r.raw.equals(text))
+      assert.equal(r.headers['content-length'], String(text.length))
+      assert.match(r.type, /^text\/plain/)
+      assert.equal(r.headers['content-encoding'], undefined)
+      const etag = r.headers.etag
+      const modified = r.headers['last-modified']
+      assert.ok(etag || modified)
+      if (etag) assert.equal((await app.call('GET', '/static/4k.txt', { headers: { 'if-none-match': etag } })).status, 304)
+      if (modified) {
+        assert.equal((await app.call('GET', '/static/4k.txt', { headers: { 'if-modified-since': modified } })).status, 304)
+      }
+      r = await app.call('GET', '/static/4k.txt', { headers: { range: 'bytes=100-199' } })
+      assert.equal(r.status, 206)
+      assert.equal(r.headers['content-range'], `bytes 100-199/${text.length}`)
+      assert.ok(r.raw.equals(text.subarray(100, 200)))
+      for (const url of ['/static/nope.txt', '/static/../outside.txt', '/static/%2e%2e/outside.txt',
+        '/static/..%2foutside.txt', '/static/%2e%2e%2foutside.txt', '/static/..%5coutside.txt',
+        '/static/%2e%2e%5coutside.txt', `/static/${encodeURIComponent(path.join(root, 'outside.txt'))}`,
+        '/static//etc/passwd', '/static/%00', '/static/%ZZ']) {
+        r = await app.get(url, null)
+        assert.ok(r.status >= 400 && r.status < 500, `${url}: ${r.status}`)
+        assert.ok(!r.text.includes('outside'), url)
+      }
+      // without BENCH_STATIC_DIR there is no /static/
+      assert.equal((await without.get('/static/4k.txt', null)).status, 404)
+    } finally {
+      await app.close()
+      await without.close()
+      fs.rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  test('compression: gzip and br by Accept-Encoding when on, static files too; none when off', async () => {
+    const { root, files, text } = staticFolder()
+    const on = await start({ ...CFG, db: 'none', staticDir: files, compression: true }, null)
+    const off = await start({ ...CFG, db: 'none', staticDir: files }, null)
+    const long = 'x'.repeat(3000)
+    try {
+      for (const [encoding, decode] of [['gzip', zlib.gunzipSync], ['br', zlib.brotliDecompressSync]]) {
+        const headers = { 'accept-encoding': encoding }
+        let r = await on.call('GET', '/static/4k.txt', { token: null, headers })
+        assert.equal(r.status, 200)
+        assert.equal(r.headers['content-encoding'], encoding)
+        assert.match(r.headers.vary, /accept-encoding/i)
+        assert.ok(decode(r.raw).equals(text))
+        r = await on.call('GET', `/plain/?param1=${long}`, { headers })
+        assert.equal(r.headers['content-encoding'], encoding)
+        assert.equal(decode(r.raw).toString(), `param1=${long}, param2=, param3=`)
+        r = await off.call('GET', '/static/4k.txt', { token: null, headers })
+        assert.equal(r.headers['content-encoding'], undefined)
+        assert.ok(r.raw.equals(text))
+        // a range is of the file's bytes: sent as is
+        r = await on.call('GET', '/static/4k.txt', { token: null, headers: { ...headers, range: 'bytes=0-2999' } })
+        assert.equal(r.status, 206)
+        assert.equal(r.headers['content-encoding'], undefined)
+        assert.ok(r.raw.equals(text.subarray(0, 3000)))
+      }
+      // no Accept-Encoding: as is
+      const r = await on.call('GET', '/static/4k.txt', { token: null })
+      assert.equal(r.headers['content-encoding'], undefined)
+      assert.ok(r.raw.equals(text))
+    } finally {
+      await on.close()
+      await off.close()
+      fs.rmSync(root, { recursive: true, force: true })
     }
   })
 }

@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "nginx"))
 
 from nginx_launch import (LaunchError, env, env_int, exec_nginx, listen_address, main,  # noqa: E402
-                          private_prefix, render)
+                          private_prefix, quoted, render)
 
 # Debian 12's PHP-FPM (package php-fpm -> php8.2-fpm); /usr/sbin is not on every PATH
 FPM = "php-fpm8.2"
@@ -116,6 +116,49 @@ def start_fpm(port: int) -> tuple[subprocess.Popen, Path]:
     return fpm, socket
 
 
+# The HTTP workloads (servers/README.md): nginx, in front of PHP as in production, serves
+# the static files (its own static handler, sendfile as Debian's nginx.conf has it) and
+# compresses the answers (its gzip module; nginx-light has no brotli). Each is in the
+# config only when the harness asks for it.
+STATIC_LOCATION = """\
+        # BENCH_STATIC_DIR: nginx's own static handler, public (no token, no PHP): ETag
+        # and Last-Modified, 304 to a conditional GET, 206 to a range (its defaults).
+        # nginx resolves '..' (also %2e%2e, ..%2f) before choosing a location, so a path
+        # that climbs out never reaches this one (PHP answers it 404).
+        location ^~ /static/ {{
+            alias {folder};
+            types {{ text/plain txt; }}
+            default_type application/octet-stream;
+            sendfile on;
+            tcp_nopush on;
+            log_not_found off;  # a missing file is a 404, not an error line each time
+        }}"""
+NO_STATIC = "        # no BENCH_STATIC_DIR: no /static/ location (PHP answers it 404)"
+GZIP = """\
+    # BENCH_COMPRESSION=1: nginx's gzip module, its defaults (level 1, from 20 bytes,
+    # HTTP/1.1 requests, not for a request carrying Via) on what the server sends: JSON,
+    # text (static files included) and HTML; Vary: Accept-Encoding"""
+GZIP_ON = GZIP + """
+    gzip on;
+    gzip_vary on;
+    gzip_types text/plain application/json;"""
+NO_GZIP = "    # no BENCH_COMPRESSION: no compression (gzip is off by default)"
+
+
+def static_location() -> str:
+    """The /static/ location for BENCH_STATIC_DIR, or a comment when it is not set."""
+    folder = os.environ.get("BENCH_STATIC_DIR", "")
+    if not folder:
+        return NO_STATIC
+    if "$" in folder:
+        raise LaunchError(f"BENCH_STATIC_DIR={folder!r}: nginx's alias would read '$' as a variable")
+    return STATIC_LOCATION.format(folder=quoted(os.path.join(os.path.abspath(folder), "")))
+
+
+def compression() -> str:
+    return GZIP_ON if os.environ.get("BENCH_COMPRESSION") == "1" else NO_GZIP
+
+
 def run() -> None:
     database = env("BENCH_DB")
     if database not in DATABASES:
@@ -127,7 +170,8 @@ def run() -> None:
     try:
         exec_nginx("php-fpm-nginx", HERE / "nginx.conf.template", port, {
             "listen": listen, "workers": str(workers), "socket": str(socket),
-            "script": str(HERE / "public" / "index.php"), "root": str(HERE / "public")})
+            "script": str(HERE / "public" / "index.php"), "root": str(HERE / "public"),
+            "static": static_location(), "compression": compression()})
     except BaseException:
         # nginx could not be started: PHP-FPM must not outlive this script
         fpm.terminate()

@@ -10,12 +10,14 @@ const http = require('node:http')
 const https = require('node:https')
 const path = require('node:path')
 const express = require('express')
+const compression = require('compression')
 const { Eta } = require('eta')
 const { LRUCache } = require('lru-cache')
 const {
   parseUserId, parsePatchBody, queryParam, parseCount, errorBody, ERRORS, JSON_TYPE, TEXT_TYPE, MAX_BODY
 } = require('../../_jscommon/contract')
 const suite = require('../../_jscommon/suite')
+const workloads = require('../../_jscommon/workloads')
 
 const KEEP_ALIVE_MS = 72 * 1000 // idle keep-alive connections kept this long (Node: 5 s)
 const USER_PATH = /^\/user\/[^/]*\/$/ // what the router would match as /user/:id/
@@ -32,6 +34,11 @@ const BODY_ERRORS = {
   'request.size.invalid': 'Content-Length does not match the body',
   'encoding.unsupported': 'unsupported Content-Encoding',
   'request.aborted': 'request aborted'
+}
+
+/** compression's default filter (a compressible Content-Type), but never a 206. */
+function wholeAnswer (req, res) {
+  return res.statusCode !== 206 && compression.filter(req, res)
 }
 
 function sendError (res, status, body) {
@@ -64,6 +71,20 @@ function buildApp (cfg, repo) {
   app.engine('eta', etaEngine(suite.TEMPLATES_DIR))
   app.set('view engine', 'eta')
   app.enable('view cache') // NODE_ENV=production does this too; stated for the tests
+
+  // BENCH_COMPRESSION=1: the compression middleware (expressjs/compression) first, so
+  // it sees every response, static files included; its defaults (gzip level 6, br
+  // quality 4, nothing under 1 KiB), but a 206 is sent as is: its Content-Range counts
+  // the file's bytes, not the compressed ones (the middleware would compress it).
+  // Without the variable it is not mounted at all.
+  if (cfg.compression) app.use(compression({ filter: wholeAnswer }))
+  // BENCH_STATIC_DIR: express's own static handler (serve-static on send), public (no
+  // token), with its defaults (weak ETag from size and mtime, Last-Modified, conditional
+  // GET, ranges) but redirect off: /static is a JSON 404 like any path without its
+  // slash, not an HTML 301. A name that is not there or that climbs out of the folder
+  // (send answers 403) falls through to the JSON 404 below. Without the variable there
+  // is no /static/ at all.
+  if (cfg.staticDir) app.use('/static', express.static(cfg.staticDir, { redirect: false }))
 
   const token = cfg.token
   const pingBody = JSON.stringify({ server: cfg.serverId, database: cfg.db, orm: cfg.orm })
@@ -176,6 +197,29 @@ function buildApp (cfg, repo) {
     return sendError(res, 500, ERRORS.database)
   }
 
+  // ------------------------------------------------------- the HTTP workloads
+
+  // The body streamed through zlib's CRC-32 as it arrives (no body-parser, nothing
+  // kept); a Content-Length over 8 MiB is refused before a byte is read.
+  async function upload (req, res) {
+    if (req.headers.token !== token) return sendError(res, 401, ERRORS.token)
+    if (workloads.declaredTooLarge(req.headers)) return sendError(res, 413, workloads.UPLOAD_TOO_LARGE)
+    let body
+    try {
+      body = await workloads.readUpload(req)
+    } catch {
+      return sendError(res, 400, workloads.UPLOAD_ABORTED) // the client is gone: nobody reads it
+    }
+    if (body === null) return sendError(res, 413, workloads.UPLOAD_TOO_LARGE)
+    res.set('Content-Type', JSON_TYPE).send(body)
+  }
+
+  async function delay (req, res) {
+    if (req.headers.token !== token) return sendError(res, 401, ERRORS.token)
+    await workloads.delay() // a timer: the worker serves other requests meanwhile
+    res.set('Content-Type', TEXT_TYPE).send(workloads.DELAY_BODY)
+  }
+
   // -------------------------------------------------------------------- routes
 
   /** `handlers` (method -> middleware) on `url`, and a JSON 405 with Allow for the rest. */
@@ -199,6 +243,8 @@ function buildApp (cfg, repo) {
   addRoute('/updates/', [['GET', suitePrecheck, suiteRoute((n) => suite.updates(repo, n))]])
   addRoute('/cached/', [['GET', suitePrecheck, suiteRoute((n) => suite.cached(cache, repo, n))]])
   addRoute('/fortunes/', [['GET', suitePrecheck, fortunes]])
+  addRoute('/upload/', [['POST', upload]])
+  addRoute('/delay/', [['GET', delay]])
 
   // Unknown paths: a JSON 404 (express's default is an HTML page).
   app.use((req, res) => sendError(res, 404, ERRORS.notFound))

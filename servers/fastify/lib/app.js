@@ -5,14 +5,18 @@
 // rules, the suite's statements and the fortunes template are the Node.js servers'
 // shared code (../../_jscommon).
 
+const { STATUS_CODES } = require('node:http')
 const Fastify = require('fastify')
 const fastifyView = require('@fastify/view')
+const fastifyCompress = require('@fastify/compress')
+const fastifyStatic = require('@fastify/static')
 const { Eta } = require('eta')
 const { LRUCache } = require('lru-cache')
 const {
   parseUserId, parsePatchBody, queryParam, parseCount, errorBody, ERRORS, JSON_TYPE, TEXT_TYPE, MAX_BODY
 } = require('../../_jscommon/contract')
 const suite = require('../../_jscommon/suite')
+const workloads = require('../../_jscommon/workloads')
 const { USER_SCHEMA, USERS_SCHEMA, PARAMS_SCHEMA } = require('./schemas')
 
 const USER_METHODS = ['GET', 'PATCH', 'HEAD'] // what /user/{id}/ serves (HEAD: fastify's, for GET)
@@ -201,6 +205,42 @@ function buildApp (cfg, repo, { serverOptions = {}, cache = newCache() } = {}) {
     return sendError(reply, 405, ERR_METHOD)
   }
 
+  // ------------------------------------------------------- the HTTP workloads
+
+  // The body streamed from the request (request.raw) through zlib's CRC-32 as it
+  // arrives, nothing kept: the route's content-type parser reads nothing (below). A
+  // Content-Length over 8 MiB is refused before a byte is read.
+  async function upload (request, reply) {
+    if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+    if (workloads.declaredTooLarge(request.headers)) return sendError(reply, 413, workloads.UPLOAD_TOO_LARGE)
+    let body
+    try {
+      body = await workloads.readUpload(request.raw)
+    } catch {
+      return sendError(reply, 400, workloads.UPLOAD_ABORTED) // the client is gone: nobody reads it
+    }
+    if (body === null) return sendError(reply, 413, workloads.UPLOAD_TOO_LARGE)
+    return reply.type(JSON_TYPE).send(body)
+  }
+
+  async function delay (request, reply) {
+    if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+    await workloads.delay() // a timer: the worker serves other requests meanwhile
+    return reply.type(TEXT_TYPE).send(workloads.DELAY_BODY)
+  }
+
+  // BENCH_COMPRESSION=1: @fastify/compress on every route (global), its defaults (br
+  // quality 4, gzip level 6, nothing under 1 KiB); its request decompression is off,
+  // so request bodies are read exactly as without the variable. Without it the plugin
+  // is not registered at all.
+  if (cfg.compression) app.register(fastifyCompress, { globalDecompression: false })
+  // BENCH_STATIC_DIR: @fastify/static (fastify's static plugin, on @fastify/send), public
+  // (no token), its defaults: weak ETag (size, mtime), Last-Modified, conditional GET,
+  // ranges; a missing name is the JSON 404, a path that climbs out of the folder
+  // @fastify/send's 403 (the error handler below). Without the variable there is no
+  // /static/ at all.
+  if (cfg.staticDir) app.register(fastifyStatic, { root: cfg.staticDir, prefix: '/static/' })
+
   // -------------------------------------------------------------------- routes
 
   const userSchema = { response: { 200: USER_SCHEMA } }
@@ -212,9 +252,23 @@ function buildApp (cfg, repo, { serverOptions = {}, cache = newCache() } = {}) {
     ['/to_json/', [['GET', toJson, { response: { 200: PARAMS_SCHEMA } }]]],
     ['/queries/', [['GET', queries, usersSchema]]],
     ['/updates/', [['GET', updates, usersSchema]]],
-    ['/cached/', [['GET', cached, usersSchema]]]
+    ['/cached/', [['GET', cached, usersSchema]]],
+    ['/delay/', [['GET', delay]]]
   ]
-  for (const [url, handlers] of routes) addRoutes(app, url, handlers)
+  // Declared once the plugins above are loaded (app.after): @fastify/compress adds its
+  // hook to each route as the route is declared (onRoute).
+  app.after(() => {
+    for (const [url, handlers] of routes) addRoutes(app, url, handlers)
+  })
+
+  // /upload/ in its own context, whose one content-type parser (any type, or none)
+  // reads nothing: the handler streams the body itself, so the 64 KiB bodyLimit of the
+  // other routes' parser does not apply here and nothing is buffered.
+  app.register(async function uploadPlugin (instance) {
+    instance.removeAllContentTypeParsers()
+    instance.addContentTypeParser('*', (request, payload, done) => done(null))
+    addRoutes(instance, '/upload/', [['POST', upload]])
+  })
 
   // /fortunes/ in its own encapsulated context with @fastify/view, so the view plugin's
   // per-request onRequest hook (reply.locals) runs for this route only.
@@ -233,7 +287,8 @@ function buildApp (cfg, repo, { serverOptions = {}, cache = newCache() } = {}) {
 
   // Errors fastify raises before a handler runs. On PATCH /user/{id}/ that is the body
   // (too large, unreadable, a malformed Content-Type): the contract's order still holds
-  // (token, database, id, then 400). A wrong method stays 405, an unknown route 404.
+  // (token, database, id, then 400). A wrong method stays 405, an unknown route 404,
+  // /static/'s refusals keep their 4xx.
   app.setErrorHandler((err, request, reply) => {
     const status = err.statusCode
     const clientError = Number.isInteger(status) && status >= 400 && status < 500
@@ -244,6 +299,11 @@ function buildApp (cfg, repo, { serverOptions = {}, cache = newCache() } = {}) {
     if (request.is404) return sendError(reply, 404, ERR_NOT_FOUND)
     const config = request.routeOptions.config || {}
     if (config.kind === 'method') return methodNotAllowed(request, reply)
+    if (config.kind === undefined) {
+      // a plugin's own route, /static/: @fastify/send's 403 for a path that climbs out
+      // of the folder, 400 for a NUL in it, as JSON with their status
+      return sendError(reply, status, errorBody((STATUS_CODES[status] || 'bad request').toLowerCase()))
+    }
     if (config.kind === 'route') {
       if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
       if (request.routeOptions.url === '/user/:id/') {

@@ -17,7 +17,7 @@ defineTests('fastify', async (cfg, repo) => {
       headers: { ...(token === null ? {} : { token }), ...headers },
       payload: body
     })
-    return response(res.statusCode, res.headers, res.body)
+    return response(res.statusCode, res.headers, res.rawPayload)
   }
   return {
     call,

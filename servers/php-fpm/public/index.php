@@ -31,8 +31,11 @@ if ($path === '/ping/') {
 
 // which routes exist, and the methods each answers; anything else is a JSON 404
 if ($path === '/plain/' || $path === '/to_json/' || $path === '/queries/'
-    || $path === '/updates/' || $path === '/fortunes/' || $path === '/cached/') {
+    || $path === '/updates/' || $path === '/fortunes/' || $path === '/cached/' || $path === '/delay/') {
     $methods = ['GET', 'HEAD'];
+    $id_text = null;
+} elseif ($path === '/upload/') {
+    $methods = ['POST'];
     $id_text = null;
 } elseif (str_starts_with($path, '/user/') && str_ends_with($path, '/') && strlen($path) > 7
           && strpos($path, '/', 6) === strlen($path) - 1) {
@@ -51,6 +54,25 @@ if (!is_string($token) || !hash_equals(getenv('BENCH_TOKEN'), $token)) {
 }
 if (!in_array($method, $methods, true)) {
     send_error(405, 'method not allowed', implode(', ', $methods));
+    return;
+}
+
+// the HTTP workloads: no database either
+if ($path === '/upload/') {
+    // nginx has the whole body by now (and refused one over 8 MiB with a 413 itself);
+    // it is read from php://input through the CRC-32, the limit checked again here
+    $answer = upload_answer(fopen('php://input', 'rb'));
+    if ($answer === null) {
+        send_error(413, 'body too large (max ' . MAX_UPLOAD . ' bytes)');
+    } else {
+        send_json(200, $answer);
+    }
+    return;
+}
+if ($path === '/delay/') {
+    usleep(DELAY_US);                       // this child sleeps: one request per child
+    header('Content-Type: text/plain; charset=utf-8');
+    echo DELAY_BODY;
     return;
 }
 

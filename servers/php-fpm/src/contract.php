@@ -7,6 +7,9 @@ declare(strict_types=1);
 const MAX_TEXT = 256;              // varchar(256): both engines count code points
 const MAX_USER_ID = 2147483647;    // integer / INT
 const MAX_BODY = 65536;            // PATCH bodies above 64 KiB are refused unparsed
+const MAX_UPLOAD = 8388608;        // /upload/: 8 MiB accepted, one byte more is a 413
+const DELAY_US = 10000;            // /delay/: 10 ms
+const DELAY_BODY = 'delayed 10 ms';
 const N_MAX = 500;
 const ROW_COUNT = 10000;           // users.user_id is 1..10000
 const JSON_FLAGS = JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_INVALID_UTF8_SUBSTITUTE;
@@ -26,6 +29,22 @@ function send_error(int $status, string $reason, ?string $allow = null): void
         header('Allow: ' . $allow);
     }
     send_json($status, ['error' => $reason]);
+}
+
+/**
+ * /upload/'s answer for the body readable from $stream (php://input): its length and
+ * CRC-32 (hash 'crc32b' is zlib's CRC-32, as Python's zlib.crc32), read through the hash
+ * in hash_update_stream's blocks, never held whole; null when it is longer than $limit
+ * bytes (only $limit + 1 of them are read).
+ */
+function upload_answer($stream, int $limit = MAX_UPLOAD): ?array
+{
+    $crc = hash_init('crc32b');
+    $bytes = hash_update_stream($crc, $stream, $limit + 1);
+    if ($bytes > $limit) {
+        return null;
+    }
+    return ['bytes' => $bytes, 'crc32' => hash_final($crc)];
 }
 
 /**

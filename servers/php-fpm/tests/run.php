@@ -82,5 +82,23 @@ check('escaped', str_contains($page, '<td>&lt;script&gt;alert(&quot;escape me&qu
 check('quote', str_contains($page, 'Tom &amp; Jerry&apos;s'), true);
 check('doctype', str_starts_with($page, '<!DOCTYPE html>'), true);
 
+// /upload/'s answer: length and zlib's CRC-32, streamed, the limit
+function memory_stream(string $bytes)
+{
+    $stream = fopen('php://memory', 'w+b');
+    fwrite($stream, $bytes);
+    rewind($stream);
+    return $stream;
+}
+check('crc32 check value', upload_answer(memory_stream('123456789')), ['bytes' => 9, 'crc32' => 'cbf43926']);
+check('crc32 empty', upload_answer(memory_stream('')), ['bytes' => 0, 'crc32' => '00000000']);
+check('crc32 leading zero', upload_answer(memory_stream('33')), ['bytes' => 2, 'crc32' => '0a6216d9']);
+$big = str_repeat("webbench\x00\xff\n", intdiv(MAX_UPLOAD, 11)) . str_repeat('x', MAX_UPLOAD % 11);
+check('8 MiB accepted', upload_answer(memory_stream($big)), ['bytes' => MAX_UPLOAD, 'crc32' => hash('crc32b', $big)]);
+check('8 MiB + 1 refused', upload_answer(memory_stream($big . 'x')), null);
+check('limit', upload_answer(memory_stream('abcd'), 3), null);
+check('delay body', DELAY_BODY, 'delayed 10 ms');
+check('delay', DELAY_US, 10000);
+
 echo "$passed passed, $failed failed\n";
 exit($failed === 0 ? 0 : 1);
