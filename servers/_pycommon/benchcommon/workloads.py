@@ -67,10 +67,3 @@ class Upload:
     def answer(self) -> dict[str, Any]:
         """The 200 body: {"bytes": N, "crc32": "8 lowercase hex digits"}."""
         return {"bytes": self.size, "crc32": f"{self.crc:08x}"}
-
-
-def upload_answer(body: bytes) -> dict[str, Any]:
-    """The 200 body for a body read whole."""
-    upload = Upload()
-    upload.add(body)
-    return upload.answer()
