@@ -8,7 +8,8 @@ and closed when it stops: one pool per process.
 """
 from __future__ import annotations
 
-from typing import AsyncIterator
+import asyncio
+from typing import AsyncIterator, Awaitable, Callable
 
 import aiohttp_jinja2
 import jinja2
@@ -18,11 +19,13 @@ from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, FORTUNES_TEMPLATE,
                          TEMPLATE_DIR, InvalidBody, Settings, open_repository,
                          parse_patch_body, parse_user_id, ping_body, plain_body, suite,
                          to_json_body, token_ok)
+from benchcommon.workloads import (DELAY_BODY, DELAY_SECONDS, ERR_METHOD, ERR_TOO_LARGE,
+                                   READ_CHUNK, STATIC_URL, Upload, compression_on,
+                                   declared_too_large, static_dir)
 
 settings = Settings.from_env()
 PING = ping_body(settings)
-ERR_METHOD = {"error": "method not allowed"}
-ERR_TOO_LARGE = {"error": "body too large"}
+ERR_BODY_TOO_LARGE = {"error": "body too large"}
 REPO = web.AppKey("repo", object)
 
 
@@ -62,7 +65,7 @@ async def _user(request: web.Request, patch: bool) -> web.Response:
         except web.HTTPRequestEntityTooLarge:
             # over client_max_size (aiohttp's 1 MiB): a bad body like any other, a JSON
             # 400 instead of aiohttp's text/plain 413 (found by tests/integration/test_fuzz.py)
-            return web.json_response(ERR_TOO_LARGE, status=400)
+            return web.json_response(ERR_BODY_TOO_LARGE, status=400)
         found = await repo.update_user(user_id, username, email)
     else:
         found = await repo.get_user(user_id)
@@ -124,12 +127,50 @@ async def cached(request: web.Request) -> web.Response:
         await suite.cached(request.app[REPO], request.query.get("n")))
 
 
+async def upload(request: web.Request) -> web.Response:
+    """The body streamed through the CRC as aiohttp's StreamReader hands it over (chunks
+    of whatever arrived, at most READ_CHUNK), never held whole; client_max_size (1 MiB)
+    limits only request.read() / post(), so it needs no raising here."""
+    if not token_ok(request.headers.get("token"), settings):
+        return web.json_response(ERR_TOKEN, status=401)
+    if declared_too_large(request.headers.get("Content-Length")):
+        return web.json_response(ERR_TOO_LARGE, status=413)
+    body = Upload()
+    async for chunk in request.content.iter_chunked(READ_CHUNK):
+        if not body.add(chunk):
+            return web.json_response(ERR_TOO_LARGE, status=413)
+    return web.json_response(body.answer())
+
+
+async def delay(request: web.Request) -> web.Response:
+    if not token_ok(request.headers.get("token"), settings):
+        return web.json_response(ERR_TOKEN, status=401)
+    await asyncio.sleep(DELAY_SECONDS)      # the event loop serves others meanwhile
+    return web.Response(text=DELAY_BODY)     # text/plain; charset=utf-8
+
+
+@web.middleware
+async def compress(request: web.Request,
+                   handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                   ) -> web.StreamResponse:
+    """BENCH_COMPRESSION=1: aiohttp's own response compression on every response, static
+    files included (StreamResponse.enable_compression: the coding is chosen from the
+    request's Accept-Encoding when the response starts; aiohttp sets no Vary itself).
+    A Range request is answered as is: aiohttp would compress the slice and keep the
+    identity Content-Range, which then describes neither representation."""
+    response = await handler(request)
+    if "Range" not in request.headers:
+        response.enable_compression()
+    response.headers.add("Vary", "Accept-Encoding")
+    return response
+
+
 async def method_not_allowed(request: web.Request) -> web.Response:
     return web.json_response(ERR_METHOD, status=405)
 
 
 def create_app() -> web.Application:
-    app = web.Application()
+    app = web.Application(middlewares=[compress] if compression_on() else [])
     app.cleanup_ctx.append(database)
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True)
     app.router.add_get("/ping/", ping, allow_head=False)
@@ -145,8 +186,16 @@ def create_app() -> web.Application:
     # aiohttp's text/plain "405: Method Not Allowed" (found by tests/integration/
     # test_fuzz.py). A "*" route is tried only after the resource's own methods, so the
     # contract's requests never reach it, and no middleware runs per request.
-    for path in ("/ping/", "/user/{raw_id}/", "/plain/", "/to_json/", *suite_routes):
+    app.router.add_post("/upload/", upload)
+    app.router.add_get("/delay/", delay, allow_head=False)
+    for path in ("/ping/", "/user/{raw_id}/", "/plain/", "/to_json/", *suite_routes,
+                 "/upload/", "/delay/"):
         app.router.add_route("*", path, method_not_allowed)
+    # aiohttp's own static handler (StaticResource / FileResponse): ETag, Last-Modified,
+    # 304, single ranges; a path that leaves the folder is refused (403/404) by it.
+    folder = static_dir()
+    if folder is not None:
+        app.router.add_static(STATIC_URL, folder)
     return app
 
 

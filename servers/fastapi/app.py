@@ -11,12 +11,15 @@ each has its own pool, opened before it serves and closed when it stops.
 """
 from __future__ import annotations
 
+import asyncio
 from contextlib import asynccontextmanager
 from typing import Annotated, AsyncIterator
 
 from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -24,6 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, FORTUNES_TEMPLATE,
                          TEMPLATE_DIR, Settings, open_repository, parse_user_id, ping_body,
                          plain_body, suite, text_problem, to_json_body, token_ok)
+from benchcommon.workloads import (DELAY_BODY, DELAY_SECONDS, ERR_TOO_LARGE, STATIC_URL,
+                                   Upload, compression_on, declared_too_large, static_dir)
 
 settings = Settings.from_env()
 PING = ping_body(settings)
@@ -46,6 +51,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 # No interactive docs / OpenAPI schema routes in production.
 app = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+if compression_on():
+    # FastAPI's documented compression, Starlette's GZipMiddleware, at its defaults
+    # (compresslevel 9, minimum_size 500 bytes); gzip only (it has no br).
+    app.add_middleware(GZipMiddleware)
+if (folder := static_dir()) is not None:
+    # FastAPI's documented static files, Starlette's StaticFiles (FileResponse: ETag,
+    # Last-Modified, 304, Range; a path outside the folder is a 404).
+    app.mount(STATIC_URL.rstrip("/"), StaticFiles(directory=folder), name="static")
 
 
 class UserPatch(BaseModel):
@@ -200,3 +213,26 @@ async def fortunes(request: Request, token: Token = None) -> HTMLResponse:
 async def cached(request: Request, token: Token = None, n: str | None = None) -> JSONResponse:
     repo, problem = _suite_repo(request, token)
     return problem or JSONResponse(await suite.cached(repo, n))
+
+
+@app.post("/upload/")
+async def upload(request: Request, token: Token = None) -> JSONResponse:
+    """The body streamed through the CRC as uvicorn receives it (request.stream()), never
+    held whole; uvicorn and Starlette set no body limit, so the 8 MiB one is this one."""
+    if not token_ok(token, settings):
+        return _error(401, ERR_TOKEN)
+    if declared_too_large(request.headers.get("content-length")):
+        return _error(413, ERR_TOO_LARGE)
+    body = Upload()
+    async for chunk in request.stream():
+        if not body.add(chunk):
+            return _error(413, ERR_TOO_LARGE)
+    return JSONResponse(body.answer())
+
+
+@app.get("/delay/")
+async def delay(token: Token = None) -> PlainTextResponse:
+    if not token_ok(token, settings):
+        return _error(401, ERR_TOKEN)
+    await asyncio.sleep(DELAY_SECONDS)       # the event loop serves others meanwhile
+    return PlainTextResponse(DELAY_BODY)

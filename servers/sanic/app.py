@@ -21,6 +21,8 @@ from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, FORTUNES_TEMPLATE,
                          TEMPLATE_DIR, InvalidBody, Settings, open_repository,
                          parse_patch_body, parse_user_id, ping_body, plain_body, suite,
                          to_json_body, token_ok)
+from benchcommon.workloads import (DELAY_BODY, DELAY_SECONDS, ERR_TOO_LARGE, STATIC_URL,
+                                   Upload, declared_too_large, static_dir)
 
 settings = Settings.from_env()
 # "per-worker" (production, see own_listening_socket) or "shared": sanic's default, one
@@ -194,6 +196,37 @@ async def fortunes(request: Request) -> HTTPResponse:
 async def cached(request: Request) -> HTTPResponse:
     problem = _suite_problem(request)
     return problem or json(await suite.cached(request.app.ctx.repo, request.args.get("n")))
+
+
+@app.post("/upload/", stream=True)
+async def upload(request: Request) -> HTTPResponse:
+    """A streaming route: the body is read chunk by chunk as it arrives (request.stream)
+    and never held whole; sanic reads and drops whatever a handler left unread (up to
+    REQUEST_MAX_SIZE, 100 MB by default, above the 8 MiB limit: left as it is)."""
+    if not token_ok(request.headers.get("token"), settings):
+        return json(ERR_TOKEN, status=401)
+    if declared_too_large(request.headers.get("content-length")):
+        return json(ERR_TOO_LARGE, status=413)
+    body = Upload()
+    while (chunk := await request.stream.read()) is not None:
+        if not body.add(chunk):
+            return json(ERR_TOO_LARGE, status=413)
+    return json(body.answer())
+
+
+@app.get("/delay/")
+async def delay(request: Request) -> HTTPResponse:
+    if not token_ok(request.headers.get("token"), settings):
+        return json(ERR_TOKEN, status=401)
+    await asyncio.sleep(DELAY_SECONDS)       # the event loop serves others meanwhile
+    return text(DELAY_BODY)                  # text/plain; charset=utf-8
+
+
+if (folder := static_dir()) is not None:
+    # sanic's own static handler: Last-Modified and If-Modified-Since (304) by default,
+    # single ranges with use_content_range; a path with ".." or that resolves outside the
+    # folder is a 404. No ETag: sanic's handler sets none.
+    app.static(STATIC_URL, folder, use_content_range=True)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
 
+from benchcommon.workloads import (DELAY_BODY, ERR_TOO_LARGE, READ_CHUNK, Upload,
+                                   declared_too_large)
+
 TOKEN = settings.BENCH_TOKEN
 HAS_DB = settings.BENCH_DB != "none"
 PING_BODY = {"server": settings.BENCH_SERVER_ID, "database": settings.BENCH_DB,
@@ -81,18 +84,24 @@ def _text_problem(name: str, value) -> str | None:
     return None
 
 
+def _drain(request) -> None:
+    """Read and drop the rest of a body, up to DRAIN_LIMIT: gunicorn answers with
+    keep-alive but drains at most 64 KiB of an unread body itself and otherwise closes the
+    connection, so the client's next request on it got no answer at all (found by
+    tests/integration/test_fuzz.py)."""
+    drained = 0
+    while drained < DRAIN_LIMIT and (chunk := request.read(READ_CHUNK)):
+        drained += len(chunk)
+
+
 def read_body(request) -> tuple[bytes | None, JsonResponse | None]:
     """(the PATCH body, None), or (None, a 400) for one over DATA_UPLOAD_MAX_MEMORY_SIZE
-    (Django's 2.5 MB), which Django refuses before reading it. Such a body is read and
-    dropped here (up to DRAIN_LIMIT): gunicorn answers with keep-alive but drains at most
-    64 KiB of an unread body itself and otherwise closes the connection, so the client's
-    next request on it got no answer at all (found by tests/integration/test_fuzz.py)."""
+    (Django's 2.5 MB), which Django refuses before reading it; such a body is read and
+    dropped (_drain)."""
     try:
         return request.body, None
     except RequestDataTooBig:
-        drained = 0
-        while drained < DRAIN_LIMIT and (chunk := request.read(64 * 1024)):
-            drained += len(chunk)
+        _drain(request)
         return None, error(400, "body too large")
 
 
@@ -193,3 +202,38 @@ def plain_response(request) -> HttpResponse:
 def to_json_response(request) -> JsonResponse:
     get = request.GET.get
     return JsonResponse({name: get(name) for name in PARAMS})
+
+
+# ---- the HTTP workloads (servers/README.md): /upload/ and /delay/ ------------------------
+# /static/ is the static-file middleware's (settings.MIDDLEWARE), ahead of the URLconf.
+
+def check_workload_request(request, method: str) -> JsonResponse | None:
+    """None when an /upload/ or /delay/ request may be served, else the error response,
+    in the order of every other view (token, then method)."""
+    if not token_ok(request):
+        return unauthorized()
+    if request.method != method:
+        return method_not_allowed(method)
+    return None
+
+
+def upload_response(request) -> JsonResponse:
+    """The body read in READ_CHUNK pieces through the CRC (request.read, never
+    request.body, which DATA_UPLOAD_MAX_MEMORY_SIZE would refuse over 2.5 MB), never held
+    whole here. Over the limit: 413, the rest of the body drained first (_drain) so that
+    the keep-alive connection survives; a declared length over DRAIN_LIMIT is answered
+    at once (gunicorn then closes the connection)."""
+    if declared_too_large(request.META.get("CONTENT_LENGTH")):
+        if int(request.META["CONTENT_LENGTH"]) <= DRAIN_LIMIT:
+            _drain(request)
+        return JsonResponse(ERR_TOO_LARGE, status=413)
+    body = Upload()
+    while chunk := request.read(READ_CHUNK):
+        if not body.add(chunk):
+            _drain(request)
+            return JsonResponse(ERR_TOO_LARGE, status=413)
+    return JsonResponse(body.answer())
+
+
+def delay_response() -> HttpResponse:
+    return HttpResponse(DELAY_BODY, content_type="text/plain; charset=utf-8")

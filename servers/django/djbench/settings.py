@@ -6,6 +6,8 @@ One project serves two servers (see the manifests):
 """
 import os
 
+from benchcommon import workloads
+
 ENV = os.environ
 
 BENCH_SERVER_ID = ENV.get("BENCH_SERVER_ID", "django")
@@ -29,11 +31,33 @@ ALLOWED_HOSTS = ["*"]
 # would only add per-request work. The app's templates/ holds fortunes.html (APP_DIRS).
 INSTALLED_APPS = ["djbench"]
 
-# No middleware at all: no SessionMiddleware/AuthenticationMiddleware (token header instead
-# of sessions), no CsrfViewMiddleware (no cookies, so no CSRF surface), no MessageMiddleware,
-# no CommonMiddleware (routes are matched exactly; an unknown path is a JSON 404, never a
-# redirect), no SecurityMiddleware (no TLS here, plain HTTP on loopback).
+# No middleware but the HTTP workloads' (below): no SessionMiddleware/AuthenticationMiddleware
+# (token header instead of sessions), no CsrfViewMiddleware (no cookies, so no CSRF surface),
+# no MessageMiddleware, no CommonMiddleware (routes are matched exactly; an unknown path is a
+# JSON 404, never a redirect), no SecurityMiddleware (no TLS here, plain HTTP on loopback).
 MIDDLEWARE = []
+
+# The HTTP workloads (servers/README.md). BENCH_COMPRESSION=1: a compression middleware
+# first, so that it compresses every response, static files included. Under WSGI Django's
+# own GZipMiddleware (gzip level 6; a body under 200 bytes is sent as it is). Under ASGI
+# django-http-compression (gzip level 6, br quality 4, zstd level 3; under 50 bytes as is):
+# Django 5.2's GZipMiddleware compresses each chunk of an async streaming response (the
+# static files here) as a gzip member of its own, and curl and httpx decode the first
+# member only (a 1 MiB file came out as its first 8 KiB).
+# /static/: the folder BENCH_STATIC_DIR as STATIC_ROOT, served by Django's usual production
+# static-file middleware: WhiteNoise under WSGI; ServeStatic (WhiteNoise's fork with an
+# async middleware) under ASGI, where WhiteNoise's sync-only middleware would send every
+# request of every test through a thread and back. Each indexes the folder once at
+# start-up and answers only the files in it (anything else falls through to the URLconf:
+# a JSON 404).
+STATIC_URL = workloads.STATIC_URL
+STATIC_ROOT = workloads.static_dir()
+if workloads.compression_on():
+    MIDDLEWARE.append("django_http_compression.middleware.HttpCompressionMiddleware"
+                      if BENCH_ASYNC_VIEWS else "django.middleware.gzip.GZipMiddleware")
+if STATIC_ROOT:
+    MIDDLEWARE.append("servestatic.middleware.ServeStaticMiddleware" if BENCH_ASYNC_VIEWS
+                      else "whitenoise.middleware.WhiteNoiseMiddleware")
 
 ROOT_URLCONF = "djbench.urls"
 WSGI_APPLICATION = "djbench.wsgi.application"

@@ -18,6 +18,9 @@ urlpatterns = [
     path("updates/", views.updates),
     path("fortunes/", views.fortunes),
     path("cached/", views.cached),
+    # the HTTP workloads (servers/README.md); /static/ is served by a middleware (settings)
+    path("upload/", views.upload),
+    path("delay/", views.delay),
 ]
 
 handler400 = "djbench.errors.bad_request"

@@ -1,5 +1,6 @@
 """Async views: the ASGI server (uvicorn). Django's async ORM (aget / aupdate) hands each
 query to a thread with sync_to_async; the connection comes from the per-process pool."""
+import asyncio
 from operator import attrgetter
 
 from django.core.cache import cache
@@ -7,6 +8,8 @@ from django.db.models.functions import Now
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
+
+from benchcommon.workloads import DELAY_SECONDS
 
 from . import common
 from .models import Fortune, User
@@ -115,3 +118,20 @@ async def cached(request):
         cache.set_many(fill)
         found.update(fill)
     return JsonResponse([found[key] for key in keys], safe=False)
+
+
+# ---- the HTTP workloads (servers/README.md) -------------------------------------------
+
+async def upload(request):
+    """Django's ASGI handler has already received the whole body (into a
+    SpooledTemporaryFile: memory up to FILE_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB, then a temporary
+    file) before any view runs; it is read from there through the CRC in chunks."""
+    return common.check_workload_request(request, "POST") or common.upload_response(request)
+
+
+async def delay(request):
+    """An asyncio sleep: the worker's event loop serves other requests meanwhile."""
+    if problem := common.check_workload_request(request, "GET"):
+        return problem
+    await asyncio.sleep(DELAY_SECONDS)
+    return common.delay_response()

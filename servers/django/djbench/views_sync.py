@@ -1,5 +1,6 @@
 """Sync views: the WSGI server (gunicorn gthread). A request thread checks a connection out of
 the process's pool at its first query; Django returns it when the request ends."""
+import time
 from operator import attrgetter
 
 from django.core.cache import cache
@@ -7,6 +8,8 @@ from django.db.models.functions import Now
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
+
+from benchcommon.workloads import DELAY_SECONDS
 
 from . import common
 from .models import Fortune, User
@@ -109,3 +112,25 @@ def cached(request):
         cache.set_many(fill)
         found.update(fill)
     return JsonResponse([found[key] for key in keys], safe=False)
+
+
+# ---- the HTTP workloads (servers/README.md) -------------------------------------------
+
+def upload(request):
+    """The body streamed from gunicorn's socket through the CRC (common.upload_response)."""
+    if problem := common.check_workload_request(request, "POST"):
+        return problem
+    if not request.META.get("CONTENT_LENGTH") and "HTTP_TRANSFER_ENCODING" in request.META:
+        # Django's WSGIRequest reads a body up to CONTENT_LENGTH only (0 without one), so a
+        # chunked body cannot be read through it: 411, not the checksum of nothing.
+        return common.error(411, "Content-Length required")
+    return common.upload_response(request)
+
+
+def delay(request):
+    """Waits on the request's own thread (gthread: one thread per request in flight; the
+    worker's other threads go on serving)."""
+    if problem := common.check_workload_request(request, "GET"):
+        return problem
+    time.sleep(DELAY_SECONDS)
+    return common.delay_response()
