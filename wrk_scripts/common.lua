@@ -19,6 +19,7 @@
 --          it is most likely to be the bottleneck.
 --   n=N    the database suite's rows per request (queries, updates, cached)
 --   mix=M  mixed.lua's weighted endpoints, e.g. get_user:60,queries.5:10
+--   size=S the static test's file or the upload test's body: 1k, 64k or 1m
 --   pipeline=D  D requests per request() call, written at once (pipelined.lua): wrk
 --          counts the requests in the batch it checks before the run and writes the next
 --          batch when all D answers are in; `sent` counts requests, not batches
@@ -285,6 +286,7 @@ function M.install(build, content_type, default_pool)
          M.mix = args[i]:match("^mix=(.+)$") or M.mix
          local depth = args[i]:match("^pipeline=(%d+)$")
          if depth then M.depth = tonumber(depth) end
+         M.size = args[i]:match("^size=(%w+)$") or M.size
       end
       local idx = tonumber(index) or 1
       math.randomseed(seed * 1000 + idx)

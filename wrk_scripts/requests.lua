@@ -42,4 +42,31 @@ R.cached = with_n("/cached/", "cached")
 
 function R.fortunes(c) return "GET", "/fortunes/", nil, nil end
 
+-- the HTTP workloads (bench.core.workloads): a file or a body of size=S (1k, 64k, 1m)
+local SIZE_BYTES = { ["1k"] = 1024, ["64k"] = 64 * 1024, ["1m"] = 1024 * 1024 }
+
+local function size_of(c, test)
+   local bytes = SIZE_BYTES[c.size or ""]
+   if bytes == nil then
+      error("usage: wrk ... -s " .. test .. ".lua <url> -- <token> <seed> [pool] size=1k|64k|1m")
+   end
+   return bytes
+end
+
+function R.static(c)
+   size_of(c, "static")
+   return "GET", "/static/" .. c.size .. ".txt", nil, nil
+end
+
+-- one body per thread, made once: every request of a sample sends the same bytes (the
+-- server's work does not depend on them), and the script's pool holds one request
+local bodies = {}
+function R.upload(c)
+   local bytes = size_of(c, "upload")
+   if bodies[bytes] == nil then bodies[bytes] = c.random_alnum(bytes, bytes) end
+   return "POST", "/upload/", bodies[bytes], "application/octet-stream"
+end
+
+function R.delay(c) return "GET", "/delay/", nil, nil end
+
 return R

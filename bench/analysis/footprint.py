@@ -48,6 +48,19 @@ class Footprint:
     # the run's own build (warm after a cold one; usually an up-to-date check)
     build_cold_s: float | None = None
     build_warm_s: float | None = None
+    # what load added per open client connection: (the mean under load - idle + the
+    # sockets' kernel memory) / the connections the generator opened; the figure many
+    # connections (--connections 10000, the delay test) are run for
+    per_connection_kib: float | None = None
+    connections: int | None = None
+
+
+def per_connection(load_mean_mb: float | None, idle_mb: float | None,
+                   socket_mean_mb: float | None, connections: int | None) -> float | None:
+    """KiB of memory per open connection (None: a figure is missing)."""
+    if load_mean_mb is None or idle_mb is None or not connections:
+        return None
+    return (load_mean_mb - idle_mb + (socket_mean_mb or 0.0)) * 1024 / connections
 
 
 def spread(values: list[float]) -> Spread | None:
@@ -88,8 +101,14 @@ def case_footprint(case: dict, build: dict | None = None) -> Footprint | None:
     sockets = [((s.get("resources") or {}).get("server") or {}).get("socket_memory_mb")
                for s in ok]
     sockets = [s for s in sockets if s]
+    socket_mean = pystats.median(s["mean"] for s in sockets) if sockets else None
+    opened = [(s.get("generator") or {}).get("connections") for s in ok]
+    opened = int(pystats.median(c for c in opened if c)) if any(opened) else None
     return Footprint(
-        socket_mean_mb=pystats.median(s["mean"] for s in sockets) if sockets else None,
+        per_connection_kib=per_connection(loaded.get("memory_mb"), idle and idle.median,
+                                          socket_mean, opened),
+        connections=opened,
+        socket_mean_mb=socket_mean,
         socket_peak_mb=max(s["peak"] for s in sockets) if sockets else None,
         load_split_mb=median_parts([(s.get("resources") or {}).get("server", {})
                                     .get("memory_split_mb") for s in ok],

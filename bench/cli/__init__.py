@@ -77,6 +77,10 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-proxy", default=None, metavar="PROXY",
                        help="the proxy that terminates --protocol for a server that does not "
                             "speak it itself (default: nginx)")
+    # dest not `compression`: Settings has a field of that name (--compression's encodings)
+    serve.add_argument("--compression", dest="serve_compressed", action="store_true",
+                       help="start it with its response compression on (BENCH_COMPRESSION=1, "
+                            "as a --compression case runs it)")
     serve.add_argument("--servers-dir", action="append", type=Path, default=[])
     arguments.add_server_settings(serve)
     arguments.add_databases(serve)
@@ -131,6 +135,11 @@ def cmd_list(specs: dict) -> int:
     print(tabulate(rows, ["server", "language", "databases", "variants", "suite",
                           "concurrency", "available", "description"], tablefmt="simple",
                    maxcolwidths=[None, None, None, None, None, None, 60, 60]))
+    left = [[s.id, test, why] for s in specs.values() for test, why in s.unsupported.items()]
+    if left:          # the manifests' [unsupported]: shown as such in the tables too
+        print()
+        print(tabulate(left, ["server", "not supported", "why"], tablefmt="simple",
+                       maxcolwidths=[None, None, 90]))
     from bench.infra.proxy import available_proxies
     proxies = available_proxies()
     not_here = toolchains.unavailable(proxies)
@@ -186,7 +195,7 @@ def cmd_build(settings: Settings, specs: dict, hosts, behind: list[str] | None =
 
 def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
     from bench.cli.resume import NothingToDo, reopen
-    from bench.core.plan import plan
+    from bench.core.plan import not_supported, plan
     from bench.infra.proxy import available_proxies
     from bench.runner import Run
     previous = None
@@ -212,7 +221,8 @@ def cmd_run(settings: Settings, specs: dict, args: argparse.Namespace) -> int:
     with session.Session(settings, cases, hosts=hosts, needs=session.FOR_RUN) as opened:
         try:
             run = Run(opened, cases, previous,
-                      {k: v for k, v in unavailable.items() if not settings.servers})
+                      {k: v for k, v in unavailable.items() if not settings.servers},
+                      not_supported=not_supported(settings, specs))
         except ValueError as exc:          # a stored schedule today's servers cannot give
             raise SelectionError(f"cannot continue {previous[1]}: {exc} (a server added or "
                                  f"removed since?)") from None
@@ -248,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.setup import doctor
         return doctor.main(argv[1:])
     args = parser().parse_args(argv)
+    # every server and load generator this process starts inherits it: --connections
+    # 10000 needs 10,000 open files in each (bench.infra.limits)
+    from bench.infra.limits import raise_open_files
+    raise_open_files()
     if args.command == "compare":
         return compare.run(args, Settings().results_dir)
     if args.command == "report":
@@ -272,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             from bench.cli.serve import serve
             return serve(settings, specs, args.server, args.database, args.orm,
-                         arguments.hosts_from(args), args.protocol)
+                         arguments.hosts_from(args), args.protocol, args.serve_compressed)
         if args.command == "verify":
             from bench.cli.verify import verify_selection
             return verify_selection(settings, specs, arguments.hosts_from(args))

@@ -277,10 +277,18 @@ def add_modes(p: argparse.ArgumentParser) -> None:
 
 
 def add_pipeline(p) -> None:
+    """The HTTP workloads' own settings (bench.core.pipelining, bench.core.workloads)."""
     p.add_argument("--pipeline", type=int, default=None, metavar="D",
                    help="the pipelined test: HTTP/1.1 requests each connection writes at "
                         "once, the next batch when all are answered (wrk; default: 16, as "
                         "TechEmpower's plaintext); verification sends one such batch")
+    p.add_argument("--compression", type=csv_list, default=None, metavar="gzip,br",
+                   help="to json and static also asked for with this Accept-Encoding, a case "
+                        "each beside the uncompressed one, from a server started with its "
+                        "compression on (BENCH_COMPRESSION=1)")
+    p.add_argument("--size", dest="sizes", type=csv_list, default=None, metavar="1k,64k,1m",
+                   help="the static test's files and the upload test's bodies, a case each "
+                        "(default: static 1k,64k,1m; upload 64k,1m)")
 
 
 def int_list(value: str) -> list[int]:

@@ -67,9 +67,13 @@ def curl_examples(base: str, token: str, with_db: bool, suite: bool = False,
         lines += [f"{curl} {t} '{base}/queries/?n=5'", f"{curl} {t} '{base}/updates/?n=5'",
                   f"{curl} {t} {base}/fortunes/", f"{curl} {t} '{base}/cached/?n=5'"]
     lines += [f"{curl} {t} '{base}/plain/?param1=a&param2=b&param3=c'",
-              f"{curl} {t} '{base}/to_json/?param1=a&param2=b&param3=c'",
-              load_example(base, token, with_db, protocol)]
-    return lines
+              f"{curl} {t} '{base}/to_json/?param1=a&param2=b&param3=c'"]
+    if not with_db:            # the HTTP workloads (servers/README.md), on the no-DB variant
+        lines += [f"{curl} -i -H 'Range: bytes=100-199' {base}/static/64k.txt      # no token",
+                  f"head -c 65536 /dev/urandom | {curl} {t} -H 'Content-Type: "
+                  f"application/octet-stream' --data-binary @- {base}/upload/",
+                  f"{curl} {t} {base}/delay/"]
+    return lines + [load_example(base, token, with_db, protocol)]
 
 
 def protocol_point(settings: Settings, spec: ServerSpec, protocol: str,
@@ -105,7 +109,8 @@ def where_spoken(spec: ServerSpec, protocol: str, proxy) -> str:
 
 
 def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, database: str,
-          orm: bool, hosts=None, protocol: str = protocols.DEFAULT) -> int:
+          orm: bool, hosts=None, protocol: str = protocols.DEFAULT,
+          compression: bool = False) -> int:
     if server_id not in specs:
         raise SelectionError(f"unknown server {server_id!r}; valid: {', '.join(sorted(specs))}")
     check_available([server_id], servers_unavailable({server_id: specs[server_id]}, hosts))
@@ -139,7 +144,8 @@ def serve(settings: Settings, specs: dict[str, ServerSpec], server_id: str, data
                                         session.launch.host)
             with running_server(variant, session.launch, endpoint, log_path=None,
                                 host=session.host("server"), proxy=proxy,
-                                protocol=protocol, tls=tls) as running:
+                                protocol=protocol, tls=tls,
+                                compression=compression) as running:
                 server = running.server
                 print(f"\n{spec.id} ({variant.key}) is ready at {running.base_url}"
                       f"{where_spoken(spec, protocol, proxy)}  [{settings.workers} workers, "

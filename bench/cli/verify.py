@@ -64,6 +64,8 @@ def verify_selection(settings: Settings, specs: dict[str, ServerSpec], hosts=Non
                                          token=settings.token, suite=settings.with_suite,
                                          mix=settings.active_mix,
                                          pipeline=settings.pipelined_depth,
+                                         tests=settings.tests,
+                                         compression=settings.compression,
                                          host=session.host("server"),
                                          proxies=proxies, **over) as running:
                         report = running.verification

@@ -2,6 +2,8 @@
 runs what when --generator names several. Pure; bench.load holds the generators."""
 from __future__ import annotations
 
+from bench.core.errors import SelectionError, check_names
+
 # the load generators and the models each runs (False: the closed loop, True: the open
 # model): bench.load's registry, named here because core imports nothing from load
 # (tests/unit/test_k6.py checks that the two agree)
@@ -31,3 +33,25 @@ def rate_base(generator: str) -> str:
     if generator == DEFAULT_OPEN_MODEL:
         return DEFAULT_CLOSED_LOOP
     return generator if False in GENERATOR_MODELS.get(generator, ()) else DEFAULT_CLOSED_LOOP
+
+
+def validate_generators(s) -> None:
+    """--generator, --iterations and --rate's shares of a Settings, checked together."""
+    check_names("--generator", s.generators, sorted(GENERATOR_MODELS))
+    if not s.generators:
+        raise SelectionError("--generator names no load generator")
+    others = [g for g in closed_loop_generators(s.generators) if g != "k6"]
+    if s.iterations is not None and (type(s.iterations) is not int or s.iterations < 1 or others):
+        raise SelectionError(f"--iterations N (a whole number >= 1) is k6's closed loop: got "
+                             f"{s.iterations!r}, with the closed loop measured by "
+                             f"{','.join(others or ['k6'])} (--generator k6 alone runs it)")
+    if not s.rates:
+        return
+    closed = closed_loop_generators(s.generators)
+    shares = [r for r in s.rates if str(r).endswith("%")]
+    for g in open_model_generators(s.generators):
+        if shares and rate_base(g) not in closed:
+            raise SelectionError(
+                f"--rate {shares[0]} is a share of the maximum {rate_base(g)} measures, but "
+                f"--generator {','.join(s.generators)} runs no {rate_base(g)}: add it, or "
+                f"give the rates in req/s")

@@ -249,7 +249,9 @@ def _exemptions(data: dict, path: Path) -> dict:
 
 # what a manifest may declare unsupported: the HTTP workloads (the contract's endpoints
 # and the database suite every server has, or declares by [suite])
-UNSUPPORTABLE = ("pipelined", "static", "upload", "delay", "compression")
+# ("compression.br": that encoding alone, where the server's compressor has only gzip)
+UNSUPPORTABLE = ("pipelined", "static", "upload", "delay", "compression", "compression.gzip",
+                 "compression.br")
 
 
 def _unsupported(data: dict, path: Path) -> dict:

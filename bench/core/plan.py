@@ -11,7 +11,7 @@ import dataclasses
 import random
 from dataclasses import dataclass, field
 
-from bench.core import deps, pipelining, protocols, server_env, suite
+from bench.core import deps, pipelining, protocols, server_env, suite, workloads
 from bench.core.mix import MIX_TEST
 from bench.core.manifest import KNOWN_DATABASES, BudgetError, ServerSpec
 from bench.core.settings import DB_TESTS, DEFAULT_OPEN_MODEL, NO_DB_TESTS, NO_PROXY, \
@@ -46,6 +46,9 @@ class LoadParams:
     streams: int = 1
     # HTTP/1.1 requests each connection writes at once (the pipelined test's depth)
     pipeline: int = 1
+    # the Accept-Encoding asked for (--compression; bench.core.workloads), from a server
+    # started with its compression on; identity: neither
+    encoding: str = workloads.IDENTITY
 
     def as_dict(self) -> dict:
         out = {"connections": self.connections, "connection_mode": self.connection_mode,
@@ -54,6 +57,8 @@ class LoadParams:
             out.update(protocol=self.protocol, streams=self.streams)
         if self.pipeline != 1:
             out.update(pipeline=self.pipeline)
+        if self.encoding != workloads.IDENTITY:
+            out.update(encoding=self.encoding)
         return out
 
     @property
@@ -66,6 +71,8 @@ class LoadParams:
             parts.append(self.protocol + (f"-m{self.streams}" if self.streams != 1 else ""))
         if self.pipeline != 1:
             parts.append(f"pipeline{self.pipeline}")
+        if self.encoding != workloads.IDENTITY:
+            parts.append(self.encoding)
         if self.proxy != NO_PROXY:
             parts.append(f"behind-{self.proxy}")
         if self.generator not in ("wrk", protocols.HTTP2_GENERATOR):
@@ -80,7 +87,7 @@ class LoadParams:
         wrk's for oha, k6's own for k6 (bench.core.settings.rate_base)."""
         return LoadParams(self.connections, self.connection_mode, rate_base(self.generator),
                           self.proxy, protocol=self.protocol, streams=self.streams,
-                          pipeline=self.pipeline)
+                          pipeline=self.pipeline, encoding=self.encoding)
 
 
 @dataclass(frozen=True)
@@ -92,24 +99,28 @@ class Case:
     n: int | None = None
     # the mixed test's profile (bench.core.mix.Mix.identity); None for the other tests
     mix: str | None = None
+    # the static test's file, the upload test's body (bench.core.workloads); None otherwise
+    size: str | None = None
 
     @property
     def id(self) -> str:
-        level = "" if self.n is None else f"_n{self.n}"
+        level = ("" if self.n is None else f"_n{self.n}") + \
+            ("" if self.size is None else f"_{self.size}")
         return (f"{self.variant.key}/{self.test.replace(' ', '_')}{level}"
                 f"@c{self.load.connections}{self.load.suffix}")
 
     @property
     def title(self) -> str:
-        """The test as tables name it: "queries n=20", "get user"."""
-        return suite.title(self.test, self.n)
+        """The test as tables name it: "queries n=20", "static 64k", "get user"."""
+        return workloads.title(suite.title(self.test, self.n), self.size)
 
     def key(self) -> dict:
         v = self.variant
         level = {} if self.n is None else {"n": self.n}   # older keys stay as they were
         mixed = {} if self.mix is None else {"mix": self.mix}
+        sized = {} if self.size is None else {"size": self.size}
         return {"server": v.server.label, "database": v.database, "orm": v.orm,
-                "test": self.test, **level, **mixed, **self.load.as_dict()}
+                "test": self.test, **level, **mixed, **sized, **self.load.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -205,21 +216,44 @@ def plan(settings: Settings, specs: dict[str, ServerSpec],
                           for t in DB_TESTS if t in settings.tests
                           and wants(spec, t, settings)
                           for n in settings.n_for(t) for p in own]
-        cases += [Case(Variant(spec, "none", False), t, pipelined(p, t, settings))
-                  for t in NO_DB_TESTS if t in settings.tests for p in own]
+        cases += [Case(Variant(spec, "none", False), t, point, size=size)
+                  for t in NO_DB_TESTS if t in settings.tests
+                  and t not in spec.unsupported
+                  for size in workloads.sizes_for(t, settings.sizes) for p in own
+                  for point in points_of(spec, p, t, settings)]
     # the ceiling is a throughput: closed-loop points only
     direct = list(dict.fromkeys(dataclasses.replace(p, proxy=NO_PROXY) for p in points
                                 if p.rate is None and p.protocol == protocols.DEFAULT))
     for server_id in references:
-        cases += [Case(Variant(specs[server_id], "none", False), t, pipelined(p, t, settings))
-                  for t in NO_DB_TESTS if t in settings.tests for p in direct]
+        cases += [Case(Variant(specs[server_id], "none", False), t, point, size=size)
+                  for t in NO_DB_TESTS if t in settings.tests
+                  and t not in specs[server_id].unsupported
+                  for size in workloads.sizes_for(t, settings.sizes) for p in direct
+                  for point in points_of(specs[server_id], p, t, settings)]
     check_budgets(settings, cases)
     return cases
 
 
-def pipelined(point: LoadParams, test: str, settings: Settings) -> LoadParams:
-    """A load point as `test` meets it: the pipelined test's with its depth."""
-    return dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline))
+def not_supported(settings: Settings, specs: dict[str, ServerSpec]) -> list[dict]:
+    """The (server, test) pairs a run leaves out because the server's manifest says it
+    cannot do that HTTP workload ([unsupported]), with why: the tables show them as
+    "not supported", never as a silent gap."""
+    selected = settings.servers or sorted(specs)
+    asked = [*settings.tests, *(["compression", *(f"compression.{e}" for e in
+                                                 settings.compression)]
+                                if settings.compression else [])]
+    return [{"server": specs[s].label, "test": t, "reason": specs[s].unsupported[t]}
+            for s in selected if s in specs for t in asked if t in specs[s].unsupported]
+
+
+def points_of(spec: ServerSpec, point: LoadParams, test: str,
+              settings: Settings) -> list[LoadParams]:
+    """A load point as `test` meets it on `spec`: the pipelined test's with its depth; to
+    json's and static's once per encoding (--compression), where the server has not
+    declared compression unsupported."""
+    point = dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline))
+    return [dataclasses.replace(point, encoding=e) for e in
+            workloads.encodings_for(test, settings.compression, spec.unsupported)]
 
 
 def wants(spec: ServerSpec, test: str, settings: Settings) -> bool:

@@ -23,7 +23,7 @@ HTTP2_GENERATOR = "h2load"
 # what the generator or the probe must report having negotiated, per protocol
 NEGOTIATED = {"h1": "http/1.1", "h1-tls": "http/1.1", "h2": "h2", "h2c": "h2c"}
 # h2load sends what an input file lists: GETs only, in the file's order (bench.load.h2load)
-HTTP2_TESTS_REFUSED = ("update user", "mixed")
+HTTP2_TESTS_REFUSED = ("update user", "mixed", "upload")
 # what the open-model generators (oha, k6) send at a fixed rate: HTTP/1.1, over TLS too
 OPEN_MODEL_PROTOCOLS = ("h1", "h1-tls")
 
@@ -68,9 +68,9 @@ def problems(protocols, tests, rates, behind, proxy_protocols: dict[str, tuple[s
     if any(p in HTTP2 for p in protocols):
         refused = [t for t in tests if t in HTTP2_TESTS_REFUSED]
         if refused:
-            out.append(f"--protocol h2/h2c: h2load sends GETs from a list, not a PATCH with a "
-                       f"body per request nor a weighted draw of endpoints; leave out --tests "
-                       f"{', '.join(refused)}")
+            out.append(f"--protocol h2/h2c: h2load sends GETs from a list, not a PATCH or "
+                       f"POST with a body per request nor a weighted draw of endpoints; leave "
+                       f"out --tests {', '.join(refused)}")
     elif tuple(streams) != (1,):
         out.append("--streams sets HTTP/2's concurrent streams per connection: it needs "
                    "--protocol h2 or h2c")

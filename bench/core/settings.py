@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from bench.core import counting, mix, pipelining, protocols, proxyspec, suite
-from bench.core.errors import SelectionError
+from bench.core import counting, mix, pipelining, protocols, proxyspec, suite, workloads
+from bench.core.errors import SelectionError, check_names
 # the CPU lists and memory caps each role runs under (what existing importers expect here)
 from bench.core.placement import (format_cpu_list, parse_cpu_list, parse_memory_mb,  # noqa: F401
                                   validate_placement)
@@ -19,7 +19,7 @@ from bench.core.manifest import KNOWN_DATABASES
 # the generators and the models each runs (what existing importers expect here)
 from bench.core.generators import (DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL,  # noqa: F401
                                    GENERATOR_MODELS, closed_loop_generators,
-                                   open_model_generators, rate_base)
+                                   open_model_generators, rate_base, validate_generators)
 from bench.paths import REPO
 
 TESTS = ("get user", "update user", "plain", "to json")      # the default four
@@ -27,11 +27,11 @@ ALL_TESTS = TESTS + suite.SUITE_TESTS                        # `--tests all`, th
 # every test --tests knows: the eight, `mixed`, whose endpoints a profile weighs
 # (bench.core.mix), and the HTTP workloads (`pipelined`: bench.core.pipelining); `all`
 # stays the eight, each a single endpoint at the default load
-KNOWN_TESTS = ALL_TESTS + (mix.MIX_TEST, pipelining.PIPELINED_TEST)
+KNOWN_TESTS = ALL_TESTS + (mix.MIX_TEST, *workloads.HTTP_WORKLOADS)
 # measured per database and ORM variant
 DB_TESTS = ("get user", "update user", *suite.SUITE_TESTS, mix.MIX_TEST)
 # measured once per server, with no database
-NO_DB_TESTS = ("plain", "to json", pipelining.PIPELINED_TEST)
+NO_DB_TESTS = ("plain", "to json", *workloads.HTTP_WORKLOADS)
 # raw-else-orm: each server's raw variant, its ORM one where it has no raw (one variant
 # per server and engine: "every server, raw where it has it")
 ORM_CHOICES = ("both", "raw", "orm", "raw-else-orm")
@@ -112,7 +112,7 @@ RUNTIME_THREADS = ("cpus", "workers")
 # parsing (a caller may still give lists; they are frozen on construction)
 SEQUENCE_FIELDS = ("servers", "databases", "tests", "connection_levels", "connection_modes",
                    "behind", "rates", "servers_dirs", "n_levels", "server_env",
-                   "deps", "generators", "protocols", "streams")
+                   "deps", "generators", "protocols", "streams", "sizes", "compression")
 
 @dataclass(frozen=True)
 class Settings:
@@ -150,8 +150,12 @@ class Settings:
     # (bench.core.protocols); `streams`: HTTP/2's per connection (h2load -m), a case each
     protocols: tuple[str, ...] = ("h1",)
     streams: tuple[int, ...] = (1,)
-    # the pipelined test's requests per batch on each connection (--pipeline)
+    # the pipelined test's requests per batch on each connection (--pipeline); the static
+    # test's files and the upload test's bodies (--size; None: each test's default levels)
     pipeline: int = pipelining.DEFAULT_DEPTH
+    sizes: tuple[str, ...] | None = None
+    # to json and static also asked for compressed: each encoding a case (--compression)
+    compression: tuple[str, ...] = ()
     tls_proxy: str = "nginx"
     # measure the reference servers (manifest `reference = true`, e.g. nginx answering
     # from its config) in the same run, as the ceiling of the `plain`/`to json` tables
@@ -323,7 +327,8 @@ class Settings:
         # what every run before them recorded
         for name in ("generators", "iterations", "protocols", "streams", "tls_proxy",
                      "server_memory", "proxy_memory", "mix", "cold_build", "instructions",
-                     "instructions_requests", "instructions_runs", "counter"):
+                     "instructions_requests", "instructions_runs", "counter", "sizes",
+                     "compression"):
             if getattr(self, name) == getattr(Settings, name):
                 del d[name]
         if self.pipelined_depth is None:     # the depth shapes the pipelined test alone
@@ -376,34 +381,6 @@ def normalise_test(name: str) -> str:
     return name.strip().replace("_", " ").replace("-", " ").lower()
 
 
-def check_names(kind: str, given: list[str], valid: list[str]) -> None:
-    unknown = [g for g in given if g not in valid]
-    if unknown:
-        raise SelectionError(f"unknown {kind} {', '.join(map(repr, unknown))}; "
-                             f"valid: {', '.join(valid)}")
-
-
-def validate_generators(s: Settings) -> None:
-    check_names("--generator", s.generators, sorted(GENERATOR_MODELS))
-    if not s.generators:
-        raise SelectionError("--generator names no load generator")
-    others = [g for g in closed_loop_generators(s.generators) if g != "k6"]
-    if s.iterations is not None and (type(s.iterations) is not int or s.iterations < 1 or others):
-        raise SelectionError(f"--iterations N (a whole number >= 1) is k6's closed loop: got "
-                             f"{s.iterations!r}, with the closed loop measured by "
-                             f"{','.join(others or ['k6'])} (--generator k6 alone runs it)")
-    if not s.rates:
-        return
-    closed = closed_loop_generators(s.generators)
-    shares = [r for r in s.rates if str(r).endswith("%")]
-    for g in open_model_generators(s.generators):
-        if shares and rate_base(g) not in closed:
-            raise SelectionError(
-                f"--rate {shares[0]} is a share of the maximum {rate_base(g)} measures, but "
-                f"--generator {','.join(s.generators)} runs no {rate_base(g)}: add it, or "
-                f"give the rates in req/s")
-
-
 def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ()) -> None:
     """Every setting checked before any long work starts; the error names the flag."""
     s = settings
@@ -426,9 +403,12 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
     for problem in protocols.problems(s.protocols, s.tests, s.rates, s.behind, declared,
                                       s.tls_proxy, s.streams, s.generators)[:1]:
         raise SelectionError(problem)
-    for problem in pipelining.problems(s.tests, s.pipeline,
-                                       closed_loop_generators(s.generators), s.protocols,
-                                       s.rates, s.connection_modes, s.burst)[:1]:
+    generators = closed_loop_generators(s.generators) + \
+        (open_model_generators(s.generators) if s.rates else [])
+    for problem in (pipelining.problems(s.tests, s.pipeline, closed_loop_generators(
+            s.generators), s.protocols, s.rates, s.connection_modes, s.burst)
+            + workloads.generator_problems(s.tests, generators)
+            + workloads.compression_problems(s.compression, s.tests, generators))[:1]:
         raise SelectionError(problem)
     if not s.knee_p99_ms > 0:
         raise SelectionError(f"--knee-p99 must be positive (ms), got {s.knee_p99_ms:g}")
@@ -437,8 +417,10 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
     check_names("test", s.tests, list(KNOWN_TESTS))
     mix.validate(s.tests, s.mix, closed_loop_generators(s.generators)
                  + (open_model_generators(s.generators) if s.rates else []))
-    if (why := suite.level_problem(s.n_levels, s.tests)):
-        raise SelectionError(why)
+    for why in (suite.level_problem(s.n_levels, s.tests),
+                workloads.size_problem(s.sizes, s.tests)):
+        if why:
+            raise SelectionError(why)
     if s.runtime_threads not in RUNTIME_THREADS:
         raise SelectionError(f"unknown --runtime-threads {s.runtime_threads!r}; valid: "
                              f"{', '.join(RUNTIME_THREADS)}")

@@ -25,4 +25,113 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     pipelining.PIPELINED_TEST: ("no database", f"plain's requests, --pipeline of them "
                                                f"written at once on each connection "
                                                f"(default {pipelining.DEFAULT_DEPTH}; wrk)"),
+    "static": ("no database", "GET /static/<size>.txt: a file of 1k, 64k or 1m (--size) by "
+                              "the framework's static handler, no token"),
+    "upload": ("no database", "POST /upload/ with a body of 64k or 1m (--size): its length "
+                              "and CRC-32 answered"),
+    "delay": ("no database", "GET /delay/: answered after 10 ms (with --connections 10000: "
+                             "many connections waiting at once)"),
 }
+
+
+# ---------------------------------------------------------------- the HTTP workloads
+# (servers/README.md, "The HTTP workloads"; docs/tests-measured.md)
+STATIC_TEST, UPLOAD_TEST, DELAY_TEST = "static", "upload", "delay"
+HTTP_WORKLOADS = (pipelining.PIPELINED_TEST, STATIC_TEST, UPLOAD_TEST, DELAY_TEST)
+# the sizes a file or a body can have, and each sized test's levels when --size is not
+# given: the issue's three files, and the two bodies (a form's and a photo's)
+SIZE_BYTES = {"1k": 1024, "64k": 64 * 1024, "1m": 1024 * 1024}
+DEFAULT_SIZES = {STATIC_TEST: ("1k", "64k", "1m"), UPLOAD_TEST: ("64k", "1m")}
+UPLOAD_LIMIT = 8 * 1024 * 1024          # bytes; one more is answered 413
+DELAY_MS = 10
+DELAY_BODY = f"delayed {DELAY_MS} ms"
+PATHS = {STATIC_TEST: "/static/{size}.txt", UPLOAD_TEST: "/upload/", DELAY_TEST: "/delay/"}
+
+
+def sizes_for(test: str, sizes) -> tuple[str | None, ...]:
+    """The size levels `test` is measured at: (None,) for a test without sizes."""
+    if test not in DEFAULT_SIZES:
+        return (None,)
+    return tuple(sizes or DEFAULT_SIZES[test])
+
+
+def size_problem(sizes, tests) -> str | None:
+    """What is wrong with --size for these --tests (None: nothing)."""
+    if sizes is None:
+        return None
+    unknown = [s for s in sizes if s not in SIZE_BYTES]
+    if unknown or not sizes:
+        return (f"--size {','.join(unknown or sizes) or '(empty)'}: the sizes are "
+                f"{', '.join(SIZE_BYTES)} (the static test's files, the upload test's bodies)")
+    if len(set(sizes)) != len(sizes):
+        return f"--size lists a value twice: {','.join(sizes)}"
+    if not set(tests) & set(DEFAULT_SIZES):
+        return (f"--size applies to {', '.join(DEFAULT_SIZES)}; none of them is among "
+                f"--tests {','.join(tests)}")
+    return None
+
+
+def title(test: str, size: str | None) -> str:
+    """A sized test as the tables name it: "static 64k"."""
+    return test if size is None else f"{test} {size}"
+
+
+# the generators that can send each HTTP workload (the pipelined test's are
+# bench.core.pipelining's); h2load is the HTTP/2 generator, a GET from a list
+GENERATORS = {STATIC_TEST: ("wrk", "oha", "h2load"), DELAY_TEST: ("wrk", "oha", "h2load"),
+              UPLOAD_TEST: ("wrk",)}
+WHY_NOT = {"k6": "k6 has no script for it yet",
+           "oha": "oha sends one body file per run, not the sized bodies (-D) this test "
+                  "checks yet"}
+
+
+def generator_problems(tests, generators) -> list[str]:
+    """The HTTP workloads among `tests` that one of `generators` (those that will run
+    them: the closed loop's and, with --rate, the open model's) cannot send."""
+    out = []
+    for test in (t for t in tests if t in GENERATORS):
+        for g in (g for g in generators if g not in GENERATORS[test]):
+            out.append(f"--tests {test} with --generator {g}: {WHY_NOT.get(g, 'it cannot send it')}"
+                       f"; it runs with {', '.join(GENERATORS[test])}")
+    return out
+
+
+# compression (--compression gzip,br): `to json` and `static` asked for with that
+# Accept-Encoding, each encoding a case beside the uncompressed one, from a server started
+# with BENCH_COMPRESSION=1 (the uncompressed case's server has none: its figures are the
+# same as without --compression)
+ENCODINGS = ("gzip", "br")
+IDENTITY = "identity"
+COMPRESSIBLE_TESTS = ("to json", STATIC_TEST)
+# the generators that send an Accept-Encoding header of the harness's choosing
+COMPRESSION_GENERATORS = ("wrk", "oha", "h2load")
+
+
+def encodings_for(test: str, compression, unsupported=()) -> tuple[str, ...]:
+    """The encodings a case of `test` is measured with: identity, then each asked for
+    that the server's [unsupported] (`unsupported`) does not exclude."""
+    if test not in COMPRESSIBLE_TESTS:
+        return (IDENTITY,)
+    return (IDENTITY, *supported_encodings(compression, unsupported))
+
+
+def supported_encodings(compression, unsupported) -> tuple[str, ...]:
+    """Those of `compression` a server with this [unsupported] is asked for."""
+    if "compression" in unsupported:
+        return ()
+    return tuple(e for e in compression if f"compression.{e}" not in unsupported)
+
+
+def compression_problems(compression, tests, generators) -> list[str]:
+    unknown = [e for e in compression if e not in ENCODINGS]
+    if unknown:
+        return [f"unknown --compression {','.join(unknown)}; valid: {', '.join(ENCODINGS)}"]
+    if len(set(compression)) != len(compression):
+        return [f"--compression lists a value twice: {','.join(compression)}"]
+    if compression and not set(tests) & set(COMPRESSIBLE_TESTS):
+        return [f"--compression applies to {' and '.join(COMPRESSIBLE_TESTS)}; neither is "
+                f"among --tests {','.join(tests)}"]
+    others = [g for g in generators if g not in COMPRESSION_GENERATORS] if compression else []
+    return [f"--compression with --generator {','.join(others)}: its scripts send no "
+            f"Accept-Encoding yet; compression runs with {', '.join(COMPRESSION_GENERATORS)}"
+            ] if others else []

@@ -71,7 +71,12 @@ def environment() -> dict:
     # "diff_sha": the short form --resume compared before diff_sha256 was recorded, kept
     # so that a run stored before can still be resumed
     git["diff_sha"] = git["diff_sha256"][:16] if git["diff_sha256"] else None
+    from bench.infra.limits import kernel_settings, raise_open_files
+    soft, hard = raise_open_files()
     return {**machine(), "tools": tools(), "git": git, **build_env(),
+            # what many connections rely on (bench.infra.limits): the harness's open-file
+            # limit, which every server and generator it starts inherits, and the kernel's
+            "open_files": {"soft": soft, "hard": hard}, "kernel_settings": kernel_settings(),
             # kept at the top level too: schema 1 readers and the tables' header use them
             "python": platform.python_version(), "git_commit": git["commit"]}
 

@@ -64,7 +64,7 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
                    protocol: str = "h1", tls: Any = None,
                    listeners: dict[str, str] | None = None,
                    first_request: tuple[str, dict] | None = None,
-                   counter: Any = None) -> Iterator[Running]:
+                   counter: Any = None, compression: bool = False) -> Iterator[Running]:
     """A freshly restored table and a freshly started, ready server; always stopped.
 
     `proxy` (a ProxySpec): the server listens on the upstream port and the proxy takes
@@ -78,7 +78,8 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
     `first_request` (path, headers): the case's own endpoint, asked once /ping/
     answered; the seconds from the spawn to its first 200 are `start_to_first_answer`.
     `counter` (bench.infra.counters): the server starts under it, with its manifest's
-    [instructions] environment (a count, bench.runner.count).
+    [instructions] environment (a count, bench.runner.count). `compression`: with its
+    response compression on (BENCH_COMPRESSION=1, a --compression case).
     `on_phase` hears each step's name as it begins (a progress display shows it).
     `overhead_s` (a dict of the caller's, or a new one) is filled as the steps happen, so
     a caller that catches an exception still has the timings of the steps that ran.
@@ -101,6 +102,7 @@ def running_server(variant: Variant, settings: Settings, endpoint: db.Endpoint |
         running.server.listeners = dict(listeners)
     running.server.first_request = first_request
     running.server.counter = counter
+    running.server.compression = compression
     running.tls = tls
     overhead = running.overhead_s
     if endpoint is not None:

@@ -234,6 +234,8 @@ class ServerProcess:
         # a count (bench.runner.count): the counter it starts under (its wrap() and
         # environment(), bench.infra.counters) with the manifest's [instructions] env
         self.counter = None
+        # --compression's cases: started with its response compression on
+        self.compression = False
         # on another machine the server logs there, and the log is fetched after the stop
         self.host_log = None if (log_path is None or not host.remote) else \
             host.path(f"remote-logs/{log_path.name}")
@@ -268,6 +270,10 @@ class ServerProcess:
         if self.endpoint is not None:
             env.update(self.endpoint.server_env())
         env.update(self.listeners)       # its own TLS / h2c listeners (bench.infra.native)
+        # on for a compressed case only, whatever the harness's own environment holds
+        env.pop("BENCH_COMPRESSION", None)
+        if self.compression:
+            env["BENCH_COMPRESSION"] = "1"
         env.update({k: manifest.expand(v, values) for k, v in self.spec.env.items()})
         if self.counter is not None:
             env.update(counting.RUNTIME_ENV.get(self.spec.language, {}))

@@ -65,6 +65,17 @@ class LoadRequest:
     # HTTP/1.1 requests each connection writes at once (the pipelined test); only a
     # generator whose `pipelines` is true runs more than 1 (bench.core.pipelining)
     pipeline: int = 1
+    # the static test's file, the upload test's body: "1k", "64k", "1m" (bench.core.workloads)
+    size: str | None = None
+    # --compression: the Accept-Encoding every request carries (None: the header is not
+    # sent, and answers come uncompressed); the generators never decode what comes back
+    accept_encoding: str | None = None
+
+    @property
+    def headers(self) -> list[str]:
+        """The request headers besides the token every generator sends."""
+        return [] if self.accept_encoding is None else \
+            [f"Accept-Encoding: {self.accept_encoding}"]
 
     @property
     def open_model(self) -> bool:

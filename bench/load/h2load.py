@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from bench.core import histogram, suite
+from bench.core import histogram, suite, workloads
 from bench.core.protocols import TLS
 from bench.infra.host import LOCAL
 from bench.infra.seam import Host
@@ -47,10 +47,13 @@ _TLS = re.compile(r"^(TLS Protocol|Cipher): (\S+)")
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def paths(test: str, seed: int, n: int | None = None, count: int = URIS_PER_FILE) -> list[str]:
+def paths(test: str, seed: int, n: int | None = None, count: int = URIS_PER_FILE,
+          size: str | None = None) -> list[str]:
     """The request paths of one test, drawn as the wrk scripts draw them."""
     if test in suite.SUITE_TESTS:
         return [suite.path_for(test, n)]
+    if test in (workloads.STATIC_TEST, workloads.DELAY_TEST):   # one URL each
+        return [workloads.PATHS[test].format(size=size)]
     rng = random.Random(seed)
     if test == "get user":
         return [f"/user/{rng.randint(1, ID_MAX)}/" for _ in range(count)]
@@ -61,8 +64,8 @@ def paths(test: str, seed: int, n: int | None = None, count: int = URIS_PER_FILE
             return "".join(rng.choice(_ALNUM) for _ in range(rng.randint(4, 12)))
         return [f"/{endpoint}/?param1={alnum()}&param2={alnum()}&param3={alnum()}"
                 for _ in range(count)]
-    raise LoadError(f"h2load cannot send the test {test!r} (a PATCH with a body per "
-                    f"request); over h2 the harness measures GET tests only")
+    raise LoadError(f"h2load cannot send the test {test!r} (a PATCH or POST with a body "
+                    f"per request, or a batch); over h2 the harness measures GET tests only")
 
 
 def command(request: LoadRequest, uris_file: str, log_file: str) -> list[str]:
@@ -76,7 +79,9 @@ def command(request: LoadRequest, uris_file: str, log_file: str) -> list[str]:
     return ["h2load", "-c", str(request.connections), "-t", str(threads),
             "-m", str(request.streams), "-D", f"{max(1, round(request.duration_s * 1000))}ms",
             "-N", f"{max(1, round(request.timeout_s * 1000))}ms",
-            "-H", f"token: {request.token}", "-i", uris_file, "--log-file", log_file]
+            "-H", f"token: {request.token}",
+            *[arg for header in request.headers for arg in ("-H", header)],
+            "-i", uris_file, "--log-file", log_file]
 
 
 def parse_report(text: str, *, connections: int, streams: int) -> dict:
@@ -193,7 +198,8 @@ class H2load:
         with tempfile.TemporaryDirectory(prefix="bench-h2load-") as tmp:
             uris, log = Path(tmp) / "uris", Path(tmp) / "requests.log"
             uris.write_text("".join(f"{base}{p}\n"
-                                    for p in paths(request.test, request.seed, request.n)))
+                                    for p in paths(request.test, request.seed, request.n,
+                                                   size=request.size)))
             argv = command(request, str(uris), str(log))
             limit = request.duration_s + request.timeout_s + KILL_GRACE_S
             done = host.run(argv, timeout=limit, on_start=on_start, cpus=cpus)

@@ -62,7 +62,7 @@ from typing import Callable
 from bench.core.mix import MIX_TEST
 from bench.infra.host import LOCAL, Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
-from bench.core.pipelining import PIPELINED_TEST
+from bench.core.workloads import HTTP_WORKLOADS
 from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS as WRK_TEST_SCRIPTS
 from bench.paths import K6_SCRIPTS_DIR
 
@@ -70,10 +70,11 @@ K6_VERSION = "1.8.1"          # scripts/install_k6.sh and setup/packages.txt pin
 K6_MINIMUM = (1, 0, 0)        # options and summary data this module relies on
 SCRIPTS_DIR = K6_SCRIPTS_DIR
 # wrk's tests, and `mixed` whether or not wrk has it yet
-# every wrk test but the pipelined one (k6 sends a connection's requests one at a time)
+# every wrk test but the HTTP workloads (k6 sends a connection's requests one at a time,
+# and has no scripts of the others yet: bench.core.workloads.GENERATORS)
 TEST_SCRIPTS: dict[str, str] = {**{test: lua.replace(".lua", ".js")
                                    for test, lua in WRK_TEST_SCRIPTS.items()
-                                   if test != PIPELINED_TEST},
+                                   if test not in HTTP_WORKLOADS},
                                 MIX_TEST: "mixed.js"}
 TOOL_SUBDIR = "bin"           # scripts/install_k6.sh's GOBIN: <the harness's cache>/bin
 INSTALL_HINT = (f"k6 {K6_VERSION} is not installed: run `make setup` or "

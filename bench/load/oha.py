@@ -101,6 +101,8 @@ class OhaSettings:
     # oha's tokio worker threads; None = oha's default (the physical cores)
     worker_threads: int | None = None
     n: int | None = None        # the database suite's rows per request
+    size: str | None = None     # the static test's file (bench.core.workloads)
+    headers: tuple[str, ...] = ()   # more request headers (-H): --compression's
     ca_file: str | None = None  # over https: the run's CA, which the certificate must chain to
 
     def __post_init__(self) -> None:
@@ -166,7 +168,7 @@ def oha_command(test: str, base_url: str, settings: OhaSettings,
     duration = settings.duration_s if duration_s is None else duration_s
     if not duration > 0:
         raise ValueError(f"duration_s must be > 0, got {duration}")
-    regex = url_regex(test, base_url, settings.n)
+    regex = url_regex(test, base_url, settings.n, settings.size)
     argv = [
         "oha",
         "--no-tui", "--output-format", "json",
@@ -186,6 +188,7 @@ def oha_command(test: str, base_url: str, settings: OhaSettings,
         # oha asks for gzip/br by default; the wrk scripts do not
         "--disable-compression",
         "-H", f"token: {settings.token}",
+        *[arg for header in settings.headers for arg in ("-H", header)],
     ]
     if settings.worker_threads is not None:
         argv += ["--worker-threads", str(settings.worker_threads)]
@@ -454,6 +457,7 @@ class Oha:
                            seed=request.seed, token=request.token,
                            connection_close=request.connection_close,
                            worker_threads=request.threads, n=request.n,
+                           size=request.size, headers=tuple(request.headers),
                            ca_file=request.ca_file)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,

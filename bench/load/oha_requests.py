@@ -13,7 +13,7 @@ import json
 import random
 import string
 
-from bench.core import suite
+from bench.core import suite, workloads
 from bench.load.wrk import TEST_SCRIPTS
 
 ID_MAX = 10_000           # user ids 1..ID_MAX, as the contract's table
@@ -49,7 +49,8 @@ def _literal(text: str) -> str:
     return "".join("\\" + c if c in _REGEX_META else c for c in text)
 
 
-def url_regex(test: str, base_url: str, n: int | None = None) -> str:
+def url_regex(test: str, base_url: str, n: int | None = None,
+              size: str | None = None) -> str:
     """The --rand-regex-url pattern of one contract test: the request paths of the wrk
     scripts in wrk_scripts/ (same endpoints, same random parts)."""
     if test not in TEST_SCRIPTS:
@@ -59,6 +60,10 @@ def url_regex(test: str, base_url: str, n: int | None = None) -> str:
     base = _literal(base_url.rstrip("/"))
     if test in suite.SUITE_TESTS:           # the server draws the ids: one fixed path
         return base + _literal(suite.path_for(test, n))
+    if test in (workloads.STATIC_TEST, workloads.DELAY_TEST):     # one fixed path too
+        return base + _literal(workloads.PATHS[test].format(size=size))
+    if test not in ("get user", "update user", "plain", "to json"):
+        raise ValueError(f"oha cannot send the test {test!r}")
     if test in ("get user", "update user"):
         return f"{base}/user/{id_regex()}"
     endpoint = "plain" if test == "plain" else "to_json"

@@ -48,6 +48,10 @@ TEST_SCRIPTS: dict[str, str] = {
     "mixed": "mixed.lua",
     # plain's requests, `pipeline` of them written at once (bench.core.pipelining)
     "pipelined": "pipelined.lua",
+    # the HTTP workloads (bench.core.workloads): a file, a body (size=S), a wait
+    "static": "static.lua",
+    "upload": "upload.lua",
+    "delay": "delay.lua",
 }
 
 JSON_MARKER = "WRK_JSON "
@@ -74,6 +78,8 @@ class LoadSettings:
     n: int | None = None      # the database suite's rows per request, for its scripts
     mix: str | None = None    # the mixed test's weights (bench.core.mix.Mix.script_arg)
     pipeline: int = 1         # requests per write on each connection (pipelined.lua)
+    size: str | None = None   # the static test's file, the upload test's body (size=S)
+    headers: tuple[str, ...] = ()   # more request headers (-H): --compression's
 
     def __post_init__(self) -> None:
         if self.threads < 1:
@@ -152,12 +158,14 @@ def wrk_command(test: str, base_url: str, settings: LoadSettings,
         "--timeout", f"{_whole_seconds(settings.timeout_s)}s",
         "--latency",
         *(["-H", "Connection: close"] if settings.connection_close else []),
+        *[arg for header in settings.headers for arg in ("-H", header)],
         "-s", str(script_for(test)),
         base_url.rstrip("/"),
         "--", settings.token, str(int(settings.seed)),
         *([] if settings.n is None else [f"n={int(settings.n)}"]),
         *([] if settings.mix is None else [f"mix={settings.mix}"]),
         *([] if settings.pipeline == 1 else [f"pipeline={settings.pipeline}"]),
+        *([] if settings.size is None else [f"size={settings.size}"]),
     ]
 
 
@@ -374,7 +382,8 @@ class Wrk:
                             duration_s=request.duration_s, timeout_s=request.timeout_s,
                             seed=request.seed, token=request.token,
                             connection_close=request.connection_close, n=request.n,
-                            mix=request.mix, pipeline=request.pipeline)
+                            mix=request.mix, pipeline=request.pipeline, size=request.size,
+                            headers=tuple(request.headers))
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

@@ -11,7 +11,8 @@ from bench.report.cost import section_markdown, section_html
 HEADERS = ["test", "server", "database", "orm", "req/s", "start-up to /ping/ ms",
            "to its test's first answer ms", "to ready ms", "idle MiB", "under load MiB (mean / peak)",
            "of which own / files / shmem MiB", "socket buffers MiB (mean / peak)", "req/s per GiB", "requests per CPU-s",
-           "memory", "what runs MiB", "build s (cold / the run's)"]
+           "memory", "what runs MiB", "build s (cold / the run's)",
+           "KiB per connection (connections)"]
 # only in a run with --server-memory
 CAP_HEADER = "capped cgroup: anon / page cache / sockets / kernel MiB"
 EXPLAINED = (
@@ -45,7 +46,11 @@ EXPLAINED = (
     "an empty harness cache and empty toolchain caches: dependencies downloaded and "
     "compiled anew, as on a fresh CI runner; bench/infra/cold.py); a shared workspace "
     "(the Rust servers' Cargo workspace) is built whole for each of its servers, so each "
-    "shows the whole workspace's cold build.")
+    "shows the whole workspace's cold build."
+    " KiB per connection: what load added per open client connection, (the mean under "
+    "load - idle + socket buffers' mean) / the connections the generator opened: with "
+    "--connections 10000 (the delay test keeps them all waiting at once) it is the cost of "
+    "a connection; at 64 it is mostly the cost of the requests in flight.")
 
 
 def _ms(value: Spread | None) -> str:
@@ -100,7 +105,9 @@ def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
                      "-" if fp.socket_peak_mb is None else
                      f"{fp.socket_mean_mb:,.2f} / {fp.socket_peak_mb:,.2f}",
                      _num(fp.requests_per_sec_per_gib), _num(fp.requests_per_cpu_s),
-                     fp.memory_kind or "-", _mb(fp.artefact_mb), _build(fp)])
+                     fp.memory_kind or "-", _mb(fp.artefact_mb), _build(fp),
+                     "-" if fp.per_connection_kib is None else
+                     f"{fp.per_connection_kib:,.1f} ({fp.connections:,})"])
         capped.append(_parts(fp.cap_split_mb, ("anon", "file", "sock", "kernel")))
     if all(cell == "-" for cell in capped):
         return HEADERS, rows

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from bench.analysis import statistics
 from bench.analysis.knee import RatePoint, knee
 from bench.analysis.statistics import Spread
-from bench.core import suite
+from bench.core import suite, workloads
 from bench.core.conformance import cell as conformance_cell, endpoint, failed_checks
 from bench.core.protocols import HTTP2
-from bench.report.pipelined import gain_over_plain
+from bench.report.workloads import ENCODED, compression_notes, gain_over_plain, \
+    not_supported_in
 from bench.core.settings import KNOWN_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
     NO_DB_TESTS, format_cpu_list
 
@@ -92,6 +93,10 @@ def load_params(case: dict) -> tuple:
         mode += f", {key['protocol']}" + (f", {streams} streams" if streams != 1 else "")
     if key.get("pipeline", 1) != 1:
         mode += pipelined_suffix(key["pipeline"])
+    if key.get("encoding"):              # --compression: the Accept-Encoding asked for
+        mode += f"{ENCODED}{key['encoding']}"
+    if key.get("size"):                  # the static test's file, the upload test's body
+        mode += f", {key['size']} {'file' if key['test'] == 'static' else 'body'}"
     return key["connections"], mode, key.get("proxy", "none")
 
 
@@ -198,7 +203,7 @@ def build_tables(doc: dict) -> list[Table]:
     tables = []
     for (test, n, connections, mode, proxy, generator), cases in sorted(groups.items(),
                                                                         key=_table_order):
-        title = suite.title(test, n)
+        title = workloads.title(suite.title(test, n), cases[0]["key"].get("size"))
         if len(points) > 1:
             title += f" ({describe_load(connections, mode, proxy, generator)})"
         table = Table(test, title, {"connections": connections, "connection_mode": mode,
@@ -229,6 +234,12 @@ def build_tables(doc: dict) -> list[Table]:
             table.rows.append(row)
         tables.append(table)
     gain_over_plain(tables)
+    compression_notes(doc, tables, lambda case: load_params(case)[1])
+    for table, left in not_supported_in(doc, tables):
+        nothing = Spread(**{**dict.fromkeys(Spread.__dataclass_fields__), "n": 0})
+        table.rows.append(Row(test=left["test"], server=left["server"], database="None",
+                              orm="None", status="not supported", reason=left["reason"],
+                              rps=nothing, latency_ms={}))
     return tables
 
 

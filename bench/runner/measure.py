@@ -14,6 +14,7 @@ from bench import load
 from bench.core.context import RunContext
 from bench.core.mix import MIX_TEST
 from bench.core import pipelining
+from bench.core.workloads import IDENTITY, UPLOAD_TEST
 from bench.core.protocols import HTTP2
 from bench.core.plan import LoadParams, Sample
 from bench.infra import db
@@ -39,15 +40,15 @@ SAMPLE_SEED_STRIDE = 7919
 WRITES = ("update user", "updates", "mixed")
 
 
-def first_request(test: str, n: int | None, seed: int,
-                  token: str) -> tuple[str, dict] | None:
+def first_request(test: str, n: int | None, seed: int, token: str,
+                  size: str | None = None) -> tuple[str, dict] | None:
     """The case's own endpoint as its load asks it (one of the paths the generators
     draw): what a server's start-up to its first correct answer is timed against."""
-    if test in WRITES:
+    if test in WRITES or test == UPLOAD_TEST:         # a POST: /ping/ only
         return None
     if test == pipelining.PIPELINED_TEST:            # one of its batch's requests
         test = pipelining.REQUESTS_OF
-    return h2load.paths(test, seed, n, count=1)[0], {"token": token}
+    return h2load.paths(test, seed, n, count=1, size=size)[0], {"token": token}
 
 
 @dataclass
@@ -85,7 +86,7 @@ class Measurer:
 
     def request(self, test: str, url: str, params: LoadParams, seed: int, duration_s: float,
                 rate: float | None = None, n: int | None = None,
-                iterations: int | None = None) -> LoadRequest:
+                iterations: int | None = None, size: str | None = None) -> LoadRequest:
         """The load of a case's parameters (threads: --threads, or the default for that
         many connections)."""
         p = self.plan
@@ -94,7 +95,9 @@ class Measurer:
                            timeout_s=p.timeout, seed=seed, token=p.token,
                            connection_close=params.connection_mode == "close", rate=rate,
                            n=n, iterations=iterations, protocol=params.protocol,
-                           streams=params.streams, pipeline=params.pipeline,
+                           streams=params.streams, pipeline=params.pipeline, size=size,
+                           accept_encoding=None if params.encoding == IDENTITY
+                           else params.encoding,
                            mix=p.mix.script_arg if p.mix and test == MIX_TEST else None)
 
     def _run(self, request: LoadRequest, on_start: Callable[[int], None] | None = None,
@@ -125,7 +128,7 @@ class Measurer:
             # warm-up is the closed loop at the case's connections, whatever measures.
             self.phase("warm-up")
             warm = self.request(case.test, running.base_url, case.load,
-                                seed + WARMUP_SEED_OFFSET, p.warmup, n=case.n)
+                                seed + WARMUP_SEED_OFFSET, p.warmup, n=case.n, size=case.size)
             # over HTTP/2 the case's own generator (wrk speaks HTTP/1.1 only)
             warmup = without_distribution(self._run(
                 warm, name=case.load.generator if case.load.protocol in HTTP2 else None
@@ -157,7 +160,8 @@ class Measurer:
         # --iterations sizes the measured closed-loop window only (k6's; the warm-up and
         # the rate points stay windows of time)
         request = self.request(case.test, running.base_url, case.load, seed, p.duration, rate,
-                               n=case.n, iterations=p.iterations if rate is None else None)
+                               n=case.n, iterations=p.iterations if rate is None else None,
+                               size=case.size)
         if running.tls is not None:      # over TLS: the run's CA, for a generator that checks
             from bench.infra.certs import ca_on_host
             request = replace(request, ca_file=ca_on_host(running.tls, self.client_host))
@@ -238,7 +242,7 @@ class Measurer:
         params = replace(sample.case.load, connection_mode="close")
         request = self.request(sample.case.test, running.base_url, params,
                                self.plan.seed + BURST_SEED_OFFSET, self.plan.burst,
-                               n=sample.case.n)
+                               n=sample.case.n, size=sample.case.size)
         opened = self.server_host.tcp_connections_accepted()
         result = self._run(request)[1]
         return BurstRecord(seconds=self.plan.burst, summary=without_distribution(result.summary),

@@ -15,6 +15,7 @@ from typing import Callable
 from bench.analysis import judge, statistics
 from bench.core import protocols
 from bench.core.mix import MIX_TEST, summary_problem
+from bench.core.workloads import IDENTITY
 from bench.core.plan import Case, Sample, databases_needed, schedule
 from bench.core.settings import NO_PROXY, closed_loop_generators, open_model_generators, \
     parse_rate
@@ -62,17 +63,21 @@ class Run:
     def __init__(self, session: Session, cases: list[Case],
                  previous: tuple[RunRecord, Path] | None = None,
                  unavailable: dict[str, str] | None = None, *, new_order: bool = False,
+                 not_supported: list[dict] | None = None,
                  order: Callable[[list[Case], int, int], list[Sample]] = schedule):
         """A new run of `cases` in an entered `session` (its hosts, databases and builds),
         or (`previous`: a stored run and its folder, as prepared by bench.cli.resume) the
         continuation of a stored one, whose samples still pending or interrupted are
         measured into the same document. `unavailable`: the servers left out because this
-        machine lacks their toolchain, with why (stored, so the tables say it).
+        machine lacks their toolchain, with why (stored, so the tables say it);
+        `not_supported`: the (server, test) pairs left out because the server's manifest
+        says it cannot do that workload (bench.core.plan.not_supported), stored too.
         `new_order`: draw an order seed even if one was asked for (calibrate's second run
         gets an order of its own). `order`: what puts the samples in order (cases,
         samples per case, seed); `ab` gives its paired blocks."""
         self.session, self.cases = session, cases
         self.unavailable = dict(unavailable or {})
+        self.not_supported = list(not_supported or [])
         # which machine runs each role (a role not in the hosts file runs here)
         self.hosts = session.hosts
         self.client_host = session.host("client")
@@ -132,7 +137,8 @@ class Run:
             cases=[CaseRecord.planned(c, settings.repeat) for c in cases],
             schedule=Schedule(order_seed=self.context.order_seed, rounds=settings.repeat,
                               order=order),
-            topology=topology.record(self.hosts), unavailable=self.unavailable)
+            topology=topology.record(self.hosts), unavailable=self.unavailable,
+            not_supported=self.not_supported)
 
     def _load_record(self) -> LoadRecord:
         """The load generators as they will run: per connection level, the threads and the
@@ -190,6 +196,9 @@ class Run:
             show.note(f"{len(todo)} of {len(self.samples)} samples to measure")
         for server_id, why in self.unavailable.items():
             show.note(f"not measured: {server_id} is unavailable on this machine: {why}")
+        for left in self.not_supported:
+            show.note(f"not measured: {left['server']} does not support {left['test']}: "
+                      f"{left['reason']}")
         try:
             with sigterm_as_interrupt():
                 engines = databases_needed([s.case for s in todo])
@@ -370,7 +379,8 @@ class Run:
                                 tls=self._certificates(case.load.protocol),
                                 first_request=first_request(
                                     case.test, case.n, self.context.load.seed,
-                                    self.settings.token)) as running:
+                                    self.settings.token, case.size),
+                                compression=case.load.encoding != IDENTITY) as running:
                 if running.settled is not None:
                     record.db_settle = running.settled.as_dict()
                     if not running.settled.quiet:
@@ -448,6 +458,7 @@ class Run:
                              token=self.settings.token, suite=self.settings.with_suite,
                              mix=self.context.load.mix, overhead_s=started,
                              pipeline=self.settings.pipelined_depth,
+                             tests=self.settings.tests, compression=self.settings.compression,
                              settle_db=self._settler(endpoint),
                              on_phase=self.display.phase, host=self.server_host,
                              # the reference (ceiling) is only ever measured directly

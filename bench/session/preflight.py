@@ -19,7 +19,7 @@ from bench.core.protocols import DEFAULT as DEFAULT_PROTOCOL, HTTP2, \
 from bench.core.settings import NO_PROXY
 from bench.infra.environment import git_state
 from bench.infra.host import LOCAL
-from bench.infra import memory_cap
+from bench.infra import limits, memory_cap
 from bench.infra.hosts import Hosts
 from bench.infra.proxy import available_proxies
 from bench.load import LoadError, k6, oha, wrk
@@ -260,6 +260,8 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
             found.append(f"{flag} {text} cannot be applied on {server.name}: {why} (a memory "
                          f"cap needs a writable memory cgroup: root, or a delegated cgroup "
                          f"tree)")
+    if needs.load_generator and cases and not hosts.is_remote("client"):
+        found += limits.problems(max(c.load.connections for c in cases))
     docker = context.databases.db_mode == "docker" or hosts.database_mode == "docker"
     if docker and databases_needed(cases):
         found += docker_problems(hosts)

@@ -51,13 +51,18 @@ def tool_rows(rows: list[packages.Requirement], specs: dict, find) -> tuple[list
 
 
 def server_rows(specs: dict, unavailable: dict) -> list[list[str]]:
+    """A row per server (or proxy): what it needs, whether it is here, and the workloads
+    its manifest says it does not support (a server's [unsupported]), with why."""
     rows = []
     for server_id, spec in specs.items():
         chain = spec.toolchain
         need = f"{chain.command} >= {chain.minimum}" if chain else \
             (", ".join(spec.requires) or "-")
+        why = [unavailable.get(server_id, "")] if server_id in unavailable else []
+        why += [f"{test} not supported: {reason}"
+                for test, reason in (getattr(spec, "unsupported", None) or {}).items()]
         rows.append([server_id, need, "unavailable" if server_id in unavailable else OK,
-                     unavailable.get(server_id, "")])
+                     "; ".join(why)])
     return rows
 
 

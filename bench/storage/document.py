@@ -139,6 +139,15 @@ class Continuation(Record):
 
 
 @dataclass(kw_only=True, slots=True)
+class NotSupported(Record):
+    """A test a server's manifest says it cannot do ([unsupported]): left out, with why."""
+    SCHEMA: ClassVar[str] = "#/$defs/not_supported"
+    server: str
+    test: str
+    reason: str
+
+
+@dataclass(kw_only=True, slots=True)
 class RunRecord(Record):
     SCHEMA: ClassVar[str] = "#"
     schema_version: int = results.SCHEMA_VERSION
@@ -155,6 +164,8 @@ class RunRecord(Record):
     builds: dict[str, BuildRecord] = field(default_factory=dict)
     servers: dict[str, ServerInfo] = field(default_factory=dict)
     unavailable: dict[str, str] = optional()   # server id -> why it was left out
+    # the HTTP workloads a server's manifest says it cannot do: {server, test, reason}
+    not_supported: list[NotSupported] = optional()
     verification: dict[str, dict] = field(default_factory=dict)
     schedule: Schedule
     cases: list[CaseRecord] = field(default_factory=list)
@@ -173,7 +184,8 @@ class RunRecord(Record):
     def new(cls, *, run_id: str, settings: dict, environment: dict, load: LoadRecord,
             schedule: Schedule, cases: list[CaseRecord], servers: dict[str, ServerInfo],
             topology: dict | None = None,
-            unavailable: dict[str, str] | None = None) -> "RunRecord":
+            unavailable: dict[str, str] | None = None,
+            not_supported: list[dict] | None = None) -> "RunRecord":
         """A run about to start, every sample pending."""
         run = cls(run_id=run_id, started_at=results.now_iso(), settings=settings,
                   load=load, environment=environment, servers=servers, schedule=schedule,
@@ -182,6 +194,8 @@ class RunRecord(Record):
             run.topology = topology
         if unavailable:
             run.unavailable = dict(unavailable)
+        if not_supported:
+            run.not_supported = [NotSupported(**left) for left in not_supported]
         return run
 
     # ------------------------------------------------------------- reading

@@ -7,6 +7,8 @@ from __future__ import annotations
 from contextlib import ExitStack, contextmanager
 from typing import Callable
 
+from bench.core.workloads import supported_encodings
+
 
 def exempt(report, exemptions: dict) -> None:
     """A reference server's failed checks that its manifest exempts, with the reason,
@@ -18,14 +20,16 @@ def exempt(report, exemptions: dict) -> None:
 
 
 def verifier(token: str, suite: bool = False, relay=None, mix=None,
-             pipeline: int | None = None) -> Callable:
+             pipeline: int | None = None, tests=(), compression=()) -> Callable:
     """A check for `running_server`: verify the started server, one report. `suite`: the
     database suite's checks too, for a server that declares it (a run verifies what it
     will measure: the suite's checks only when a suite test is selected). `relay`: the
     pipelining relay the server reaches its database through (`verified_server`); the
     harness's own statements go to the database directly. `mix` (bench.core.mix.Mix):
     the mixed test's counted burst too, for a variant with a database. `pipeline`: the
-    pipelined test's batch at that depth too, for a variant without one."""
+    pipelined test's batch at that depth too, and `tests`' HTTP workloads (static,
+    upload, delay: bench.verify.workloads) the server does not declare unsupported, for a
+    variant without one; `compression`'s encodings on a server started with it on."""
     from bench.verify.connections import check_connections
     from bench.verify.contract import guarded, verify_server
     from bench.verify.workers import check_workers
@@ -60,6 +64,16 @@ def verifier(token: str, suite: bool = False, relay=None, mix=None,
             from bench.verify.pipelined import CHECK, check_pipelined
             report.checks += guarded(CHECK, lambda: check_pipelined(
                 server.base_url, token, pipeline, timeout=5.0))
+        asked = [t for t in tests if t not in v.server.unsupported]
+        if endpoint is None and asked:
+            from bench.verify.workloads import verify_workloads
+            report.checks += guarded("HTTP workloads", lambda: verify_workloads(
+                server.base_url, token, asked))
+        if endpoint is None and server.compression:
+            from bench.verify.compression import CHECK, check_compression
+            report.checks += guarded(CHECK, lambda: check_compression(
+                server.base_url, token,
+                supported_encodings(compression, v.server.unsupported)))
         exempt(report, v.server.exemptions)
         if server.endpoint is not None:
             def connections():
@@ -118,7 +132,8 @@ def check_behind(running, proxies: dict, settings, token: str, host, log_path) -
 
 @contextmanager
 def verified_server(variant, settings, endpoint, log_path, *, token: str, suite: bool,
-                    mix=None, pipeline: int | None = None, host=None, proxies: dict | None = None, protocols: tuple = (),
+                    mix=None, pipeline: int | None = None, tests=(), compression=(),
+                    host=None, proxies: dict | None = None, protocols: tuple = (),
                     edge=None, tls=None, h2spec_seen: dict | None = None, **kwargs):
     """A server started and verified, for verification only (a run measures in a start
     of its own, so that what verification sends never warms what is measured). With the
@@ -149,7 +164,9 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
             on_host(tls, host) if tls is not None else None)
         running = stack.enter_context(running_server(
             variant, settings, relay.endpoint if relay else endpoint, log_path,
-            verifier=verifier(token, suite, relay, mix, pipeline), host=host, listeners=listeners,
+            verifier=verifier(token, suite, relay, mix, pipeline, tests, compression),
+            compression=variant.database == "none" and bool(supported_encodings(
+                compression, variant.server.unsupported)), host=host, listeners=listeners,
             **kwargs))
         if proxies and running.verification is not None:
             check_behind(running, proxies, settings, token, host, log_path)

@@ -102,16 +102,17 @@ class Client:
 
     def request(self, method: str, path: str, *, token: str | None = "default",
                 data: bytes | str | None = None, json_body=None,
-                connection_of_its_own: bool = False) -> tuple[requests.Response | None, str]:
+                connection_of_its_own: bool = False,
+                headers: dict | None = None) -> tuple[requests.Response | None, str]:
         """`connection_of_its_own` sends the request on a new connection that the client
         closes after the answer: for a request whose body the server may rightly leave
         unread (a 401 before the body). A server may then close that connection after
         answering without saying so (hyper does), and a pooled connection would carry the
         next request into that close: a race the client loses now and then, which is no
-        fault of the server's (RFC 9112 §9.3.1)."""
+        fault of the server's (RFC 9112 §9.3.1). `headers` go last (they win)."""
         if self.transport_failures >= 3:
             return None, f"{method} {path}: skipped, the server stopped answering"
-        headers = {"Connection": "close"} if connection_of_its_own else {}
+        extra, headers = headers or {}, {"Connection": "close"} if connection_of_its_own else {}
         token = self.token if token == "default" else token
         if token is not None:
             headers["token"] = token
@@ -119,6 +120,7 @@ class Client:
             data, headers["Content-Type"] = json.dumps(json_body), "application/json"
         elif data is not None:
             headers["Content-Type"] = "application/json"
+        headers.update(extra)
         session = requests.Session() if connection_of_its_own else self.session
         try:
             resp = session.request(method, self.base + path, headers=headers, data=data,

@@ -43,6 +43,11 @@ type Config struct {
 	TLSCert string // BENCH_TLS_CERT, BENCH_TLS_KEY: PEM files
 	TLSKey  string
 	H2CPort int // BENCH_H2C_PORT: HTTP/2 with prior knowledge over TCP
+	// The HTTP workloads (workloads.go): the folder /static/ serves (BENCH_STATIC_DIR;
+	// "": /static/ is not mounted) and whether responses are compressed
+	// (BENCH_COMPRESSION=1; unset: no compression middleware at all)
+	StaticDir   string
+	Compression bool
 }
 
 func envOr(name, def string) string {
@@ -123,6 +128,15 @@ func FromEnv(serverID string) (*Config, error) {
 	}
 	if cfg.H2CPort, err = envInt("BENCH_H2C_PORT", "0"); err != nil {
 		return nil, err
+	}
+	cfg.StaticDir = os.Getenv("BENCH_STATIC_DIR")
+	switch os.Getenv("BENCH_COMPRESSION") {
+	case "", "0":
+		cfg.Compression = false
+	case "1":
+		cfg.Compression = true
+	default:
+		return nil, fmt.Errorf("BENCH_COMPRESSION=%q: expected 1 or unset", os.Getenv("BENCH_COMPRESSION"))
 	}
 	return cfg, nil
 }

@@ -65,11 +65,22 @@ type App struct {
 	Ctx context.Context
 	// /cached/'s in-process cache (suite.go), this process's own.
 	Cache *UserCache
+	// The HTTP workloads' settings (Config.StaticDir, Config.Compression): the folder
+	// mounted at /static/ ("": not mounted) and whether answers are compressed.
+	StaticDir   string
+	Compression bool
 }
 
 func NewApp(token string, store Store, pingBody []byte) *App {
 	return &App{Token: token, Store: store, PingBody: pingBody, Ctx: context.Background(),
 		Cache: NewUserCache()}
+}
+
+// NewAppFrom: the App a server runs with, from its settings.
+func NewAppFrom(cfg *Config, store Store) *App {
+	a := NewApp(cfg.Token, store, PingBody(cfg))
+	a.StaticDir, a.Compression = cfg.StaticDir, cfg.Compression
+	return a
 }
 
 // ParseID: the contract's user_id (an int4): ASCII digits only, at most 10 of them,

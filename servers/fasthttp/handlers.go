@@ -7,11 +7,14 @@ package main
 // a database failure (never client input) gives a 500.
 
 import (
+	"bytes"
 	"errors"
 	"html/template"
+	"io"
 	"log"
 	"net"
 	"net/http"
+	"os"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -53,7 +56,8 @@ func (a *app) getUser(ctx *fasthttp.RequestCtx) {
 func (a *app) patchUser(ctx *fasthttp.RequestCtx) {
 	reply(ctx, a.PatchUser(a.authorized(ctx), id(ctx), func() ([]byte, error) {
 		// The body, whatever its Content-Type, was read by fasthttp before the
-		// handler, at most Server.MaxRequestBodySize = MaxBody (larger: errorHandler).
+		// handler, at most Server.MaxRequestBodySize (larger: errorHandler); PatchUser
+		// refuses one over MaxBody.
 		return ctx.PostBody(), nil
 	}))
 }
@@ -112,6 +116,74 @@ func (a *app) fortunes(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+// POST /upload/: fasthttp reads a request's whole body into a pooled buffer before
+// the handler (at most Server.MaxRequestBodySize = MaxUpload; larger: errorHandler's
+// 413), so the checksum runs over the buffered body.
+func (a *app) upload(ctx *fasthttp.RequestCtx) {
+	reply(ctx, a.Upload(a.authorized(ctx), func(w io.Writer) error {
+		_, err := w.Write(ctx.PostBody())
+		return err
+	}))
+}
+
+// GET /delay/: the request's goroutine sleeps (gocommon.App.Delay), no thread is held.
+func (a *app) delay(ctx *fasthttp.RequestCtx) { reply(ctx, a.Delay(a.authorized(ctx))) }
+
+// staticFiles: fasthttp's own file server (fasthttp.FS) over dir, for /static/{name}:
+// Last-Modified and a weak ETag (304 on If-Modified-Since / If-None-Match), single
+// byte ranges (206), the type from the extension, sendfile for files over 8 KiB
+// (smaller ones are cached in memory), open files cached (FSHandlerCacheDuration).
+// With compress, FS compresses each file once (br, else gzip, by Accept-Encoding) into
+// a folder of its own (removed by the returned cleanup) and serves that copy; a Range
+// request gets the file as is.
+func staticFiles(dir string, compress bool) (fasthttp.RequestHandler, func(), error) {
+	fs := &fasthttp.FS{
+		Root: dir,
+		// /static/name -> /name, on the path as fasthttp normalised it (ctx.Path())
+		PathRewrite:     fasthttp.NewPathSlashesStripper(1),
+		PathNotFound:    notFound,
+		AcceptByteRange: true,
+		GenerateETag:    true,
+		// no index files, no listings (FS's defaults, stated)
+		IndexNames:         nil,
+		GenerateIndexPages: false,
+	}
+	cleanup := func() {}
+	if compress {
+		// The compressed copies go beside the files unless CompressRoot says
+		// otherwise; the harness's folder is not the server's to write in.
+		root, err := os.MkdirTemp("", "fasthttp-compressed-")
+		if err != nil {
+			return nil, nil, err
+		}
+		fs.Compress, fs.CompressBrotli, fs.CompressRoot = true, true, root
+		cleanup = func() { _ = os.RemoveAll(root) }
+	}
+	serve := fs.NewRequestHandler()
+	prefix := []byte(gocommon.StaticPrefix)
+	return func(ctx *fasthttp.RequestCtx) {
+		// The router matched the raw path; ctx.Path() is that path percent-decoded
+		// with "." and ".." resolved, so a path that climbed out of /static/ (%2e%2e,
+		// ..%2f) is no longer under it: 404, as is /static/ itself or a directory.
+		p := ctx.Path()
+		if !bytes.HasPrefix(p, prefix) || len(p) == len(prefix) || p[len(p)-1] == '/' {
+			notFound(ctx)
+			return
+		}
+		serve(ctx)
+	}, cleanup, nil
+}
+
+// compressed: BENCH_COMPRESSION=1 wraps a route in fasthttp's CompressHandlerBrotliLevel
+// (br, else gzip, else deflate, by Accept-Encoding; Vary: Accept-Encoding) at
+// fasthttp's default levels; it leaves bodies under 200 bytes as they are.
+func compressed(on bool, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	if !on {
+		return h
+	}
+	return fasthttp.CompressHandlerBrotliLevel(h, fasthttp.CompressBrotliDefaultCompression, fasthttp.CompressDefaultCompression)
+}
+
 // notFound: any path that is not one of the contract's routes.
 func notFound(ctx *fasthttp.RequestCtx) { reply(ctx, gocommon.NotFound) }
 
@@ -130,15 +202,15 @@ func recovered(ctx *fasthttp.RequestCtx, v any) {
 
 // errorHandler: fasthttp calls it for a request it could not read (before any
 // route); the answer is JSON like every other error, and fasthttp closes the
-// connection after it. A body over MaxRequestBodySize is the contract's 400 "body too
-// large" (as gin answers it), a request head over ReadBufferSize 431, a read that
-// timed out 408, anything else unparseable 400.
+// connection after it. A body over MaxRequestBodySize (8 MiB, /upload/'s limit) is
+// 413, a request head over ReadBufferSize 431, a read that timed out 408, anything
+// else unparseable 400.
 func errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		reply(ctx, gocommon.BodyTooLarge)
+		reply(ctx, gocommon.UploadTooLarge)
 	case errors.As(err, &small):
 		reply(ctx, gocommon.Fail(http.StatusRequestHeaderFieldsTooLarge, gocommon.ErrorBody("request header too large")))
 	case errors.As(err, &netErr) && netErr.Timeout():
@@ -148,7 +220,9 @@ func errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
-func newRouter(core *gocommon.App) fasthttp.RequestHandler {
+// newRouter: the routes; cleanup removes what they leave on disk (static's compressed
+// copies).
+func newRouter(core *gocommon.App) (handler fasthttp.RequestHandler, cleanup func(), err error) {
 	a := &app{App: core, templates: gocommon.NewTemplates()}
 	r := router.New()
 	// 404 for an unknown path even when it differs from a route by a slash or by
@@ -164,14 +238,33 @@ func newRouter(core *gocommon.App) fasthttp.RequestHandler {
 	r.MethodNotAllowed = methodNotAllowed
 	r.PanicHandler = recovered
 
-	r.GET("/ping/", a.ping)
-	r.GET("/user/{id}/", a.getUser)
-	r.PATCH("/user/{id}/", a.patchUser)
-	r.GET("/plain/", a.plain)
-	r.GET("/to_json/", a.toJSON)
-	r.GET("/queries/", a.queries)
-	r.GET("/updates/", a.updates)
-	r.GET("/fortunes/", a.fortunes)
-	r.GET("/cached/", a.cached)
-	return r.Handler
+	for _, route := range []struct {
+		method, path string
+		handle       fasthttp.RequestHandler
+	}{
+		{"GET", "/ping/", a.ping},
+		{"GET", "/user/{id}/", a.getUser},
+		{"PATCH", "/user/{id}/", a.patchUser},
+		{"GET", "/plain/", a.plain},
+		{"GET", "/to_json/", a.toJSON},
+		{"GET", "/queries/", a.queries},
+		{"GET", "/updates/", a.updates},
+		{"GET", "/fortunes/", a.fortunes},
+		{"GET", "/cached/", a.cached},
+		{"POST", "/upload/", a.upload},
+		{"GET", "/delay/", a.delay},
+	} {
+		r.Handle(route.method, route.path, compressed(core.Compression, route.handle))
+	}
+	cleanup = func() {}
+	if core.StaticDir != "" {
+		// FS compresses by itself (and leaves a Range uncompressed): not wrapped
+		var static fasthttp.RequestHandler
+		if static, cleanup, err = staticFiles(core.StaticDir, core.Compression); err != nil {
+			return nil, nil, err
+		}
+		r.GET(gocommon.StaticPrefix+"{filepath:*}", static)
+		r.HEAD(gocommon.StaticPrefix+"{filepath:*}", static)
+	}
+	return r.Handler, cleanup, nil
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -22,10 +23,14 @@ import (
 func server(t *testing.T) contracttest.NewServer {
 	return func(a *gocommon.App) contracttest.Do {
 		ln := fasthttputil.NewInmemoryListener()
-		srv := newServer(newRouter(a))
+		handler, cleanup, err := newRouter(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := newServer(handler)
 		go func() { _ = srv.Serve(ln) }()
-		t.Cleanup(func() { _ = srv.Shutdown(); _ = ln.Close() })
-		return func(method, path, token, body string) contracttest.Response {
+		t.Cleanup(func() { _ = srv.Shutdown(); _ = ln.Close(); cleanup() })
+		return func(method, path, token, body string, header ...string) contracttest.Response {
 			conn, err := ln.Dial()
 			if err != nil {
 				t.Fatal(err)
@@ -34,19 +39,29 @@ func server(t *testing.T) contracttest.NewServer {
 			var req fasthttp.Request
 			req.Header.SetMethod(method)
 			req.SetRequestURI("http://localhost" + path)
+			// sent as written (/static/../x), not resolved by the client
+			req.URI().DisablePathNormalizing = true
 			if token != "" {
 				req.Header.Set("token", token)
+			}
+			for i := 0; i+1 < len(header); i += 2 {
+				req.Header.Set(header[i], header[i+1])
 			}
 			if body != "" {
 				req.SetBodyString(body)
 			}
 			go func() { _, _ = req.WriteTo(conn) }()
 			var resp fasthttp.Response
+			resp.SkipBody = method == "HEAD"
 			if err := resp.Read(bufio.NewReader(conn)); err != nil {
 				t.Fatalf("%s %s: %v", method, path, err)
 			}
-			return contracttest.Response{Status: resp.StatusCode(),
-				Type: string(resp.Header.ContentType()), Body: append([]byte(nil), resp.Body()...)}
+			h := http.Header{}
+			for name, value := range resp.Header.All() {
+				h.Add(string(name), string(value))
+			}
+			return contracttest.Response{Status: resp.StatusCode(), Type: string(resp.Header.ContentType()),
+				Body: append([]byte(nil), resp.Body()...), Header: h}
 		}
 	}
 }
@@ -55,12 +70,26 @@ func TestRouter(t *testing.T)       { contracttest.Router(t, server(t)) }
 func TestNoDatabase(t *testing.T)   { contracttest.NoDatabase(t, server(t)) }
 func TestSuiteRoutes(t *testing.T)  { contracttest.Suite(t, server(t)) }
 func TestFortunesPage(t *testing.T) { contracttest.FortunesPage(t, server(t)) }
+func TestUpload(t *testing.T)       { contracttest.Upload(t, server(t)) }
+func TestDelay(t *testing.T)        { contracttest.Delay(t, server(t)) }
+func TestStatic(t *testing.T)       { contracttest.Static(t, server(t)) }
+
+// fasthttp's compressors offer br besides gzip
+func TestCompression(t *testing.T) {
+	contracttest.Compression(t, server(t), contracttest.Decoders{
+		"br": func(b []byte) ([]byte, error) { return fasthttp.AppendUnbrotliBytes(nil, b) },
+	})
+}
 
 // TestServerHeaders: the production settings as a client sees them: a Date, no
 // Server header, and a JSON 400 for a request fasthttp cannot parse.
 func TestServerHeaders(t *testing.T) {
 	ln := fasthttputil.NewInmemoryListener()
-	srv := newServer(newRouter(gocommon.NewApp("tok", nil, []byte(`{}`))))
+	handler, _, err := newRouter(gocommon.NewApp("tok", nil, []byte(`{}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(handler)
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Shutdown()
 	raw := func(request string) string {

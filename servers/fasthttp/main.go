@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"log"
 	"time"
 
@@ -36,11 +37,10 @@ func newServer(handler fasthttp.RequestHandler) *fasthttp.Server {
 		// mean ReadTimeout, 10 s). No WriteTimeout, as on gin.
 		ReadTimeout: 10 * time.Second,
 		IdleTimeout: 120 * time.Second,
-		// The largest body a route takes is a PATCH of two 256-character strings:
-		// 64 KiB, gin's cap; a larger one is refused while it is read (errorHandler:
-		// the contract's 400 "body too large") instead of buffering up to the 4 MiB
-		// default.
-		MaxRequestBodySize: gocommon.MaxBody,
+		// The largest body a route takes is /upload/'s 8 MiB (fasthttp's default is
+		// 4 MiB); a larger one is refused before it is read (errorHandler: 413). A
+		// PATCH body over 64 KiB is PatchUser's 400.
+		MaxRequestBodySize: gocommon.MaxUpload,
 		// Header names are normalised (the default, stated): HTTP header names are
 		// case-insensitive, and "token", "Token" or "TOKEN" must all be the token.
 		DisableHeaderNamesNormalizing: false,
@@ -71,9 +71,17 @@ func main() {
 	cfg.SetThreads()
 	store := gocommon.OpenStore(cfg, nil) // pgx or go-sql-driver: the raw store
 
-	srv := newServer(newRouter(gocommon.NewApp(cfg.Token, store, gocommon.PingBody(cfg))))
+	handler, cleanup, err := newRouter(gocommon.NewAppFrom(cfg, store))
+	if err != nil {
+		gocommon.CloseStore(store)
+		log.Fatalf("static files: %v", err)
+	}
+	srv := newServer(handler)
 	// SIGTERM: ShutdownWithContext closes the listener and the idle keep-alive
 	// connections and waits at most ShutdownGrace for in-flight requests; what is
 	// left ends with the process.
-	gocommon.Run(cfg, store, srv.Serve, srv.ShutdownWithContext)
+	gocommon.Run(cfg, store, srv.Serve, func(ctx context.Context) error {
+		defer cleanup()
+		return srv.ShutdownWithContext(ctx)
+	})
 }

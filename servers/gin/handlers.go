@@ -7,10 +7,14 @@ package main
 // gives a 500.
 
 import (
+	"errors"
 	"io"
 	"log"
 	"net/http"
+	"os"
+	"strings"
 
+	"github.com/gin-contrib/gzip"
 	"github.com/gin-gonic/gin"
 
 	"webbench/gocommon"
@@ -81,6 +85,51 @@ func (a app) fortunes(c *gin.Context) {
 	c.HTML(http.StatusOK, gocommon.FortunesTemplate, fortunes)
 }
 
+// POST /upload/: the body is streamed through the checksum as it arrives (never
+// buffered whole); a declared length over 8 MiB is refused before reading, and a
+// chunked body is cut off one byte past the limit (http.MaxBytesReader).
+func (a app) upload(c *gin.Context) {
+	reply(c, a.Upload(a.authorized(c), func(w io.Writer) error {
+		if c.Request.ContentLength > gocommon.MaxUpload {
+			return gocommon.ErrTooLarge
+		}
+		_, err := io.Copy(w, http.MaxBytesReader(c.Writer, c.Request.Body, gocommon.MaxUpload))
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return gocommon.ErrTooLarge
+		}
+		return err
+	}))
+}
+
+// GET /delay/: the request's goroutine sleeps (gocommon.App.Delay), no thread is held.
+func (a app) delay(c *gin.Context) { reply(c, a.Delay(a.authorized(c))) }
+
+// filesOnly is the static folder (http.Dir: a path is cleaned, so it cannot climb out
+// of the folder) without its directories: /static/ itself is not found, the JSON 404
+// (gin's static handler hands a name it cannot open to NoRoute), not a listing.
+type filesOnly struct{ http.Dir }
+
+func (f filesOnly) Open(name string) (http.File, error) {
+	file, err := f.Dir.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		file.Close()
+		return nil, os.ErrNotExist
+	}
+	return file, nil
+}
+
+// shouldCompress: gin-contrib/gzip's own rule (the request's Accept-Encoding names
+// gzip, and it is no Upgrade), and a Range request is answered as is: its 206 counts
+// the file's bytes, which gzip would change.
+func shouldCompress(c *gin.Context) bool {
+	h := c.Request.Header
+	return strings.Contains(h.Get("Accept-Encoding"), "gzip") &&
+		!strings.Contains(h.Get("Connection"), "Upgrade") && h.Get("Range") == ""
+}
+
 // notFound: any path that is not one of the contract's routes.
 func notFound(c *gin.Context) { reply(c, gocommon.NotFound) }
 
@@ -106,6 +155,11 @@ func newRouter(core *gocommon.App) *gin.Engine {
 	// A known path with another method: 405 (gin answers 404 by default).
 	r.HandleMethodNotAllowed = true
 	r.Use(gin.CustomRecoveryWithWriter(log.Writer(), recovered))
+	if core.Compression {
+		// BENCH_COMPRESSION=1: gin-contrib/gzip (gin's own middleware; gzip only) at
+		// compress/gzip's default level, on every route registered after it.
+		r.Use(gzip.Gzip(gzip.DefaultCompression, gzip.WithCustomShouldCompressFn(shouldCompress)))
+	}
 	r.NoRoute(notFound)
 	r.NoMethod(methodNotAllowed)
 	// The fortunes page: html/template (autoescaping), rendered by c.HTML.
@@ -120,5 +174,12 @@ func newRouter(core *gocommon.App) *gin.Engine {
 	r.GET("/updates/", a.updates)
 	r.GET("/fortunes/", a.fortunes)
 	r.GET("/cached/", a.cached)
+	r.POST("/upload/", a.upload)
+	r.GET("/delay/", a.delay)
+	if core.StaticDir != "" {
+		// gin's static handler (GET and HEAD /static/*filepath): net/http's
+		// FileServer, so Last-Modified, 304, Range and the type from the extension.
+		r.StaticFS("/static", filesOnly{http.Dir(core.StaticDir)})
+	}
 	return r
 }

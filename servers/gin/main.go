@@ -40,7 +40,7 @@ func main() {
 	}
 	store := gocommon.OpenStore(cfg, open)
 
-	router := newRouter(gocommon.NewApp(cfg.Token, store, gocommon.PingBody(cfg)))
+	router := newRouter(gocommon.NewAppFrom(cfg, store))
 	srv := &http.Server{
 		Handler: router,
 		// Headers of a well-behaved client arrive at once; a stalled one is dropped.

@@ -35,3 +35,45 @@ def test_a_pipelined_run_stores_its_depth_and_refuses_an_out_of_order_server(tmp
     tables = (next(tmp_path.rglob("tables.md"))).read_text()
     assert "pipelined 8 deep (latency per batch)" in tables
     assert "http_workloads: " in tables and "its plain req/s" in tables
+
+
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
+def test_static_upload_delay_and_compression_run_and_a_declared_gap_is_shown(tmp_path):
+    """The correct fixture measured on every HTTP workload, compressed too; a copy of it
+    that declares delay unsupported is left out of delay only, and its row says why."""
+    servers = tmp_path / "servers"
+    (servers / "nodelay").mkdir(parents=True)
+    text = (FIXTURES / "http_workloads" / "manifest.toml").read_text()
+    (servers / "nodelay" / "manifest.toml").write_text(
+        text.replace('id = "http_workloads"', 'id = "nodelay"')
+        .replace("{dir}/../../http_defects", str(FIXTURES.parent / "http_defects"))
+        + '\n[unsupported]\ndelay = "a fixture that says it cannot wait"\n')
+    out = run_bench("--servers", "http_workloads,nodelay", "--servers-dir", str(FIXTURES),
+                    "--servers-dir", str(servers), "--tests", "to_json,static,upload,delay",
+                    "--size", "64k", "--compression", "gzip", "--no-ceiling", "--repeat", "1",
+                    "--duration", "1", "--warmup", "0", "--connections", "4",
+                    "--results-dir", str(tmp_path / "results"), *PORTS)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    doc = only_run(tmp_path / "results")
+    assert {c["status"] for c in doc["cases"]} == {"ok"}
+    ids = {c["id"].split("/", 3)[-1] for c in doc["cases"] if c["server"] == "http_workloads"}
+    assert ids == {"to_json@c4", "to_json@c4@gzip", "static_64k@c4", "static_64k@c4@gzip",
+                   "upload_64k@c4", "delay@c4"}
+    assert not any(c["server"] == "nodelay" and c["test"] == "delay" for c in doc["cases"])
+    assert doc["not_supported"] == [{"server": "nodelay", "test": "delay",
+                                     "reason": "a fixture that says it cannot wait"}]
+    checks = {c["name"] for c in doc["verification"]["http_workloads/none/raw"]["checks"]}
+    assert {"static", "upload", "delay", "compression"} <= checks
+    assert "delay" not in {c["name"] for c in doc["verification"]["nodelay/none/raw"]["checks"]}
+    gzip = next(c for c in doc["cases"] if c["id"].endswith("static_64k@c4@gzip")
+                and c["server"] == "http_workloads")
+    plain = next(c for c in doc["cases"] if c["id"].endswith("static_64k@c4")
+                 and c["server"] == "http_workloads")
+    per = [c["samples"][0]["summary"]["bytes"] / c["samples"][0]["summary"]["requests"]
+           for c in (gzip, plain)]
+    assert per[0] < per[1] / 2                          # text of 64 KiB compresses
+    assert "Accept-Encoding: gzip" in gzip["samples"][0]["generator"]["command"]
+    tables = next((tmp_path / "results").rglob("tables.md")).read_text()
+    assert "not supported: a fixture that says it cannot wait" in tables
+    assert "B per answer on the wire" in tables and "## static 64k" in tables
+    assert doc["environment"]["kernel_settings"]["net.core.somaxconn"]

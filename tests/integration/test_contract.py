@@ -10,7 +10,9 @@ from __future__ import annotations
 import pytest
 
 from bench.core import dataset, manifest
+from bench.core.pipelining import DEFAULT_DEPTH
 from bench.core.plan import Variant
+from bench.core.workloads import DELAY_TEST, ENCODINGS, STATIC_TEST, UPLOAD_TEST
 from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.server import log_tail
@@ -28,13 +30,19 @@ SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 
 
 
+# what the variant without a database is also verified on: every HTTP workload
+# (servers/README.md) its manifest does not declare unsupported, compression included
+WORKLOADS = {"pipeline": DEFAULT_DEPTH, "tests": (STATIC_TEST, UPLOAD_TEST, DELAY_TEST),
+             "compression": ENCODINGS}
+
+
 # every variant with the database suite's checks too (where its manifest declares it)
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.key)
 def test_server_honours_the_contract(variant, databases, built, tmp_path):
     endpoint = databases.get(variant.database)
     log = tmp_path / "server.log"
     with verified_server(variant, SETTINGS, endpoint, log, token=SETTINGS.token,
-                         suite=True) as running:
+                         suite=True, **(WORKLOADS if endpoint is None else {})) as running:
         report = running.verification
     assert report.passed, report.summary_text() + "\n" + log_tail(log)
     if endpoint:   # verification restored what its PATCH checks changed

@@ -17,22 +17,38 @@ pytestmark = pytest.mark.integration
 
 FIXTURES = discover([ROOT / "tests" / "fixtures" / "servers"])
 # fixture -> the checks it must fail, and only those (the correct twin: none)
-PLANTED = {"http_workloads": set(), "broken_pipelining_order": {"pipelined"}}
+PLANTED = {"http_workloads": set(), "broken_pipelining_order": {"pipelined"},
+           "broken_static_climbs_out": {"static path out of the folder"},
+           "broken_upload_wrong_checksum": {"upload"},
+           "broken_compression_lies": {"compression"}}
 
 
 @pytest.mark.parametrize("server_id", sorted(PLANTED))
 def test_each_planted_defect_fails_exactly_its_check(server_id, tmp_path):
     with verified_server(Variant(FIXTURES[server_id], "none", False),
                          Settings(port=next(PORTS), workers=1), None, tmp_path / "server.log",
-                         token=TOKEN, suite=False, pipeline=16) as running:
+                         token=TOKEN, suite=False, pipeline=16,
+                         tests=("static", "upload", "delay"),
+                         compression=("gzip", "br")) as running:
         report = running.verification
     failed = {c.name for c in report.failures}
     assert failed == PLANTED[server_id], report.summary_text()
-    check = next(c for c in report.checks if c.name == "pipelined")
-    if failed:
-        assert "out of order" in check.detail, check.detail
+    names = {c.name for c in report.checks}
+    assert {"pipelined", "static", "compression", "static missing file", "static path out of the folder",
+            "upload", "upload without token", "upload over the limit", "delay"} <= names
+    detail = {c.name: c.detail for c in report.checks}
+    if server_id == "broken_pipelining_order":
+        assert "out of order" in detail["pipelined"]
+    elif server_id == "broken_static_climbs_out":
+        assert "GET /static/../outside.txt: status 200 with a file outside the folder" in \
+            detail["static path out of the folder"]
+    elif server_id == "broken_compression_lies":
+        assert "says Content-Encoding gzip but its 65,536 bytes do not decode" in \
+            detail["compression"]
+    elif server_id == "broken_upload_wrong_checksum":
+        assert "POST /upload/ with 65,536 bytes: answered" in detail["upload"]
     else:
-        assert "16 GET /plain/ requests in one write" in check.detail
+        assert "16 GET /plain/ requests in one write" in detail["pipelined"]
 
 
 def test_wrk_pipelines_and_counts_every_request_of_every_batch(tmp_path):

@@ -61,18 +61,21 @@ def test_the_table_row_says_each_figure_with_its_unit():
         s["resources"]["server"]["memory_split_mb"] = {"anon": anon, "file": 20.0, "shmem": 0.0}
         s["resources"]["server"]["socket_memory_mb"] = {"mean": sock, "peak": sock * 2,
                                                         "sockets": 33}
+        s["generator"] = {"name": "wrk", "threads": 1, "connections": 64}
     built = {"s": {"ok": True, "seconds": 0.3, "error": None, "size_mb": 12.5,
                    "artefacts": {"/cache/s/server": 12.5}}}
     headers, rows = footprint.footprint_table({"cases": [doc_case], "builds": built})
     assert headers == footprint.HEADERS
     assert rows == [["plain", "s", "none", "raw", "5,000", "300 [250-350]", "310 [260-360]",
                      "400 [350-450]", "101.0", "131.0 / 150.0", "105.0 / 20.0 / 0.0", "1.00 / 3.00", "34,133", "5,000", "pss",
-                     "12.5", "- / 0.3"]]
+                     "12.5", "- / 0.3", "496.0 (64)"]]
+    # what load added per connection: (131 - 101 + 1.0 of sockets) MiB over 64 connections
+    assert case_footprint(doc_case).per_connection_kib == pytest.approx(31 * 1024 / 64)
     # a server with no build of its own (nginx) has no size and no build time
-    assert footprint.footprint_table({"cases": [doc_case]})[1][0][-2:] == ["-", "-"]
+    assert footprint.footprint_table({"cases": [doc_case]})[1][0][-3:-1] == ["-", "-"]
     # --cold-build: from nothing cached, then the warm build
     built["s"]["cold_seconds"] = 51.62
-    assert footprint.footprint_table({"cases": [doc_case], "builds": built})[1][0][-1] == \
+    assert footprint.footprint_table({"cases": [doc_case], "builds": built})[1][0][-2] == \
         "51.6 / 0.3"
     assert footprint.footprint_markdown({"cases": []}) == []
 
@@ -90,4 +93,5 @@ def test_a_capped_run_adds_the_cgroups_own_account_of_the_memory():
     headers, rows = footprint.footprint_table({"cases": [capped]})
     assert headers == footprint.HEADERS + [footprint.CAP_HEADER]
     assert rows[0][-1] == "120.0 / 4.0 / 2.0 / -"
-    assert rows[0][-8] == rows[0][-7] == "-"          # no PSS parts, no socket figures
+    assert rows[0][-9] == rows[0][-8] == "-"          # no PSS parts, no socket figures
+    assert rows[0][-2] == "-"                        # no generator record: no connections

@@ -152,7 +152,8 @@ def test_closed_and_open_commands():
 
 def test_every_test_has_a_script_like_wrks():
     # `mixed` whether or not wrk.py has it yet
-    assert set(k6.TEST_SCRIPTS) == set(wrk.TEST_SCRIPTS) - {"pipelined"} | {"mixed"}
+    from bench.core.workloads import HTTP_WORKLOADS
+    assert set(k6.TEST_SCRIPTS) == set(wrk.TEST_SCRIPTS) - set(HTTP_WORKLOADS) | {"mixed"}
     assert k6.script_for("mixed") == k6.SCRIPTS_DIR / "mixed.js"
     for script in k6.TEST_SCRIPTS.values():
         text = (ROOT / "k6_scripts" / script).read_text()

@@ -15,7 +15,7 @@ from bench.core.settings import SelectionError, Settings, validate
 from bench.load import wrk
 from bench.load.generator import LoadError, LoadRequest
 from bench.paths import SERVERS_DIR
-from bench.report.pipelined import gain_over_plain
+from bench.report.workloads import gain_over_plain
 from bench.report.tables import Row, Table, load_params
 from bench.analysis.statistics import Spread
 
@@ -133,3 +133,27 @@ def test_list_describes_every_test_the_run_knows():
     from bench.core.settings import KNOWN_TESTS
     from bench.core.workloads import DESCRIPTIONS
     assert tuple(DESCRIPTIONS) == KNOWN_TESTS
+
+
+def test_a_server_that_declares_a_workload_unsupported_is_left_out_and_shown_so():
+    import dataclasses
+    from bench.core.plan import not_supported
+    specs = dict(SPECS)
+    specs["gin"] = dataclasses.replace(SPECS["gin"], unsupported={"upload": "no body here"})
+    settings = Settings(servers=("gin", "fasthttp"), tests=("upload", "delay"), ceiling=False)
+    cases = plan(settings, specs)
+    assert {(c.variant.server.id, c.test, c.size) for c in cases} == {
+        ("gin", "delay", None), ("fasthttp", "delay", None), ("fasthttp", "upload", "64k"),
+        ("fasthttp", "upload", "1m")}
+    left = not_supported(settings, specs)
+    assert left == [{"server": "gin", "test": "upload", "reason": "no body here"}]
+
+
+def test_list_names_what_a_server_does_not_support_and_why(capsys):
+    import dataclasses
+    from bench.cli import cmd_list
+    specs = {"gin": dataclasses.replace(SPECS["gin"], unsupported={"upload": "no body here"})}
+    assert cmd_list(specs) == 0
+    out = capsys.readouterr().out
+    assert "not supported" in out and "no body here" in out
+    assert "pipelined" in out and "mixed" in out and "static" in out

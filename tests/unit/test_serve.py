@@ -126,3 +126,9 @@ def test_over_http1_the_server_is_served_directly_as_before(reached):
     assert (load.protocol, load.proxy, load.generator) == ("h1", "none", "wrk")
     assert 18081 not in preflight.ports_needed(reached[0].context, reached[0].cases,
                                                needs=reached[0].needs)
+
+
+def test_compression_is_a_switch_of_serve_not_the_runs_list_of_encodings(reached):
+    # serve's --compression (a switch) once reached Settings' `compression` (a list of
+    # encodings) and every serve failed with a TypeError
+    assert cli.main(serve_argv(NATIVE, "--compression")) == 1 and len(reached) == 1

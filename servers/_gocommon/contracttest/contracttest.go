@@ -8,6 +8,7 @@ package contracttest
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,10 +26,12 @@ type Response struct {
 	Status int
 	Type   string // Content-Type
 	Body   []byte
+	Header http.Header
 }
 
-// Do runs one request through a server's router in-process ("" token: no header).
-type Do func(method, path, token, body string) Response
+// Do runs one request through a server's router in-process ("" token: no header);
+// header: more request headers, as name, value, name, value...
+type Do func(method, path, token, body string, header ...string) Response
 
 // NewServer builds a server's router around app and returns how to call it.
 type NewServer func(app *gocommon.App) Do

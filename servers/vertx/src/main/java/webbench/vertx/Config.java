@@ -9,7 +9,10 @@ import java.util.Map;
  * is hard-coded: the event-loop count, the pool size and the addresses all come from it.
  * The listeners the server speaks itself besides HTTP/1.1 on BENCH_PORT (servers/README.md,
  * "Protocols a server speaks itself"): tlsPort with tlsCert / tlsKey (PEM paths) and
- * h2cPort, each 0 / null when the harness does not ask for it.
+ * h2cPort, each 0 / null when the harness does not ask for it. The HTTP workloads
+ * (servers/README.md): staticDir, the folder /static/ serves (BENCH_STATIC_DIR; null: no
+ * /static/ route at all), and compression (BENCH_COMPRESSION=1: the HTTP server's gzip,
+ * deflate and br; otherwise none).
  */
 record Config(
     String serverId,
@@ -28,7 +31,9 @@ record Config(
     int tlsPort,
     String tlsCert,
     String tlsKey,
-    int h2cPort) {
+    int h2cPort,
+    String staticDir,
+    boolean compression) {
 
   static final class Invalid extends RuntimeException {
     Invalid(String message) {
@@ -53,6 +58,13 @@ record Config(
       tlsKey = readable(env, "BENCH_TLS_KEY");
     }
     int h2cPort = port(env, "BENCH_H2C_PORT", 0);
+    String staticDir = env.get("BENCH_STATIC_DIR");
+    if (staticDir != null && staticDir.isEmpty()) {
+      staticDir = null;
+    }
+    if (staticDir != null && !Files.isDirectory(Path.of(staticDir))) {
+      throw new Invalid("BENCH_STATIC_DIR " + staticDir + " is not a directory");
+    }
     return new Config(
         nonEmpty(env, "BENCH_SERVER_ID", "vertx"),
         nonEmpty(env, "BENCH_HOST", "127.0.0.1"),
@@ -70,7 +82,9 @@ record Config(
         tlsPort,
         tlsCert,
         tlsKey,
-        h2cPort);
+        h2cPort,
+        staticDir == null ? null : Path.of(staticDir).toAbsolutePath().normalize().toString(),
+        "1".equals(env.get("BENCH_COMPRESSION")));
   }
 
   boolean hasDatabase() {

@@ -5,10 +5,12 @@ import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonObject;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.zip.CRC32;
 
 /**
  * The parts of the contract that depend on neither the router nor the driver: the path
- * id, the PATCH body, the suite's n and ids, the fortunes' order, the error bodies.
+ * id, the PATCH body, the suite's n and ids, the fortunes' order, the error bodies, the
+ * upload's checksum.
  * Pure functions.
  */
 final class Contract {
@@ -16,6 +18,8 @@ final class Contract {
 
   static final int MAX_TEXT = 256; // varchar(256): both engines count code points
   static final int MAX_BODY = 64 * 1024; // the largest PATCH body read
+  static final int MAX_UPLOAD = 8 * 1024 * 1024; // the largest /upload/ body: 8 MiB
+  static final long DELAY_MS = 10; // /delay/'s wait
   static final int N_MAX = 500;
   static final int ROW_COUNT = 10_000; // users.user_id is 1..10000
   static final int MAX_RANDOM_NUMBER = 1_000_000; // /updates/ usernames: "u" + 1..1000000
@@ -32,9 +36,34 @@ final class Contract {
   static final Buffer METHOD_NOT_ALLOWED = error("method not allowed");
   static final Buffer DATABASE_ERROR = error("database error");
   static final Buffer INTERNAL_ERROR = error("internal error");
+  static final Buffer BODY_TOO_LARGE = error("body too large");
+  static final Buffer DELAYED = Buffer.buffer("delayed 10 ms");
 
   static Buffer error(String reason) {
     return new JsonObject().put("error", reason).toBuffer();
+  }
+
+  /**
+   * /upload/'s answer for a body: {"bytes": N, "crc32": "8 lowercase hex digits"}, the
+   * CRC-32 of IEEE 802.3 (java.util.zip.CRC32, as zlib's crc32). `scratch` is the
+   * caller's reusable copy buffer: the body is read through it in slices with Buffer's
+   * public API (no copy of the whole body).
+   */
+  static Buffer upload(Buffer body, byte[] scratch) {
+    CRC32 crc = new CRC32();
+    int length = body == null ? 0 : body.length();
+    for (int start = 0; start < length; start += scratch.length) {
+      int end = Math.min(length, start + scratch.length);
+      body.getBytes(start, end, scratch);
+      crc.update(scratch, 0, end - start);
+    }
+    return new JsonObject().put("bytes", length).put("crc32", hex8(crc.getValue())).toBuffer();
+  }
+
+  /** A 32-bit value as exactly 8 lowercase hex digits. */
+  static String hex8(long value) {
+    String hex = Long.toHexString(value & 0xFFFF_FFFFL);
+    return "00000000".substring(hex.length()) + hex;
   }
 
   /** Path id: 1 to 10 ASCII digits with a value in 1..2147483647, else -1 (a 404). */

@@ -28,10 +28,11 @@ public final class Main {
     VertxOptions options = new VertxOptions()
         // W event loops = W workers (concurrency = "threads"), as actix-web's W workers
         .setEventLoopPoolSize(cfg.workers())
-        // nothing here blocks, so the worker pool only ever runs Vert.x's own rare
-        // blocking jobs: a small one instead of the default 20 threads
-        .setWorkerPoolSize(2)
-        .setInternalBlockingPoolSize(2);
+        // no handler here blocks, so the worker pool (executeBlocking) is never used: a
+        // small one instead of the default 20 threads. The internal blocking pool keeps
+        // Vert.x's default (20): StaticHandler's file-system calls (FileSystem.exists
+        // per /static/ request) run on it.
+        .setWorkerPoolSize(2);
     Vertx vertx = Vertx.vertx(options);
 
     Future<Store> store = cfg.hasDatabase() ? Store.open(vertx, cfg) : Future.succeededFuture(null);

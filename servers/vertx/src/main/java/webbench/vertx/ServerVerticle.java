@@ -3,7 +3,11 @@ package webbench.vertx;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.buffer.Buffer;
+import io.netty.handler.codec.compression.Brotli;
+import io.netty.handler.codec.compression.CompressionOptions;
+import io.netty.handler.codec.compression.StandardCompressionOptions;
 import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerResponse;
@@ -14,7 +18,9 @@ import io.vertx.core.net.PemKeyCertOptions;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
+import io.vertx.ext.web.handler.FileSystemAccess;
 import io.vertx.ext.web.handler.PlatformHandler;
+import io.vertx.ext.web.handler.StaticHandler;
 import io.vertx.ext.web.templ.handlebars.HandlebarsTemplateEngine;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
@@ -39,6 +45,8 @@ final class ServerVerticle extends VerticleBase {
   private static final CharSequence CONTENT_TYPE = HttpHeaders.CONTENT_TYPE;
   private static final CharSequence DATE = HttpHeaders.DATE;
   private static final CharSequence ALLOW = HttpHeaders.ALLOW;
+  private static final CharSequence VARY = HttpHeaders.VARY;
+  private static final CharSequence ACCEPT_ENCODING = HttpHeaders.createOptimized("Accept-Encoding");
   private static final CharSequence JSON = HttpHeaders.createOptimized(Contract.JSON_TYPE);
   private static final CharSequence TEXT = HttpHeaders.createOptimized(Contract.TEXT_TYPE);
   private static final CharSequence HTML = HttpHeaders.createOptimized(Contract.HTML_TYPE);
@@ -62,6 +70,9 @@ final class ServerVerticle extends VerticleBase {
   private record Listener(String name, int port, HttpServer server) {}
 
   private CharSequence date = now();
+  /** /upload/'s copy buffer: the body goes through the CRC in slices of this size (one
+   * per verticle: its handlers all run on its one event loop). */
+  private final byte[] scratch = new byte[64 * 1024];
 
   /** What all W instances share: the settings, the one pool, the one cache. */
   record Shared(Config cfg, Store store, Suite suite, Buffer pingBody) {
@@ -138,16 +149,42 @@ final class ServerVerticle extends VerticleBase {
         listener.name() + ": cannot listen on " + shared.cfg().host() + ":" + listener.port() + ": " + e, e)));
   }
 
-  /** What every listener shares: BENCH_HOST, no compression, TCP_NODELAY, no idle timeout. */
+  /**
+   * What every listener shares: BENCH_HOST, compression only with BENCH_COMPRESSION=1,
+   * TCP_NODELAY, no idle timeout.
+   */
   private HttpServerOptions options(int port) {
-    return new HttpServerOptions()
+    HttpServerOptions options = new HttpServerOptions()
         .setHost(shared.cfg().host())
         .setPort(port)
-        .setCompressionSupported(false)
+        .setCompressionSupported(shared.cfg().compression())
         .setTcpNoDelay(true)
         // keep-alive on, no idle timeout (Vert.x's defaults, stated)
         .setIdleTimeout(0)
         .setMaxHeaderSize(8192);
+    if (shared.cfg().compression()) {
+      // Netty's HttpContentCompressor chooses by Accept-Encoding (br first on a tie);
+      // every answer is compressed whatever its size (Vert.x's threshold 0, stated).
+      options.setCompressionContentSizeThreshold(HttpServerOptions.DEFAULT_COMPRESSION_CONTENT_SIZE_THRESHOLD)
+          .setCompressors(compressors());
+    }
+    return options;
+  }
+
+  /**
+   * Vert.x's own gzip and deflate (level 6, window 15, memory level 8: what it uses when
+   * no compressor is named), and br at Netty's default (quality 4, text mode) when
+   * Brotli4j's native library loads on this platform.
+   */
+  static List<CompressionOptions> compressors() {
+    List<CompressionOptions> compressors = new ArrayList<>();
+    if (Brotli.isAvailable()) {
+      compressors.add(StandardCompressionOptions.brotli());
+    }
+    int level = HttpServerOptions.DEFAULT_COMPRESSION_LEVEL;
+    compressors.add(StandardCompressionOptions.gzip(level, 15, 8));
+    compressors.add(StandardCompressionOptions.deflate(level, 15, 8));
+    return compressors;
   }
 
   @Override
@@ -162,6 +199,15 @@ final class ServerVerticle extends VerticleBase {
 
   private Router router() {
     Router router = Router.router(vertx);
+    Config cfg = shared.cfg();
+    if (cfg.compression()) {
+      // Netty's compressor sets Content-Encoding but no Vary: every answer says that it
+      // depends on Accept-Encoding (StaticHandler adds none when one is there already)
+      router.route().handler(ctx -> {
+        ctx.response().putHeader(VARY, ACCEPT_ENCODING);
+        ctx.next();
+      });
+    }
     router.get("/ping/").handler(ctx -> send(ctx, 200, JSON, shared.pingBody()));
     router.get("/plain/").handler(this::plain);
     router.get("/to_json/").handler(this::toJson);
@@ -180,12 +226,37 @@ final class ServerVerticle extends VerticleBase {
     router.get("/updates/").handler(ctx -> rows(ctx, Suite::updates));
     router.get("/fortunes/").handler(this::fortunes);
     router.get("/cached/").handler(ctx -> rows(ctx, Suite::cached));
+    // the HTTP workloads
+    if (cfg.staticDir() != null) {
+      staticFiles(router, cfg);
+    }
+    // token first, then BodyHandler reads the whole body (as for PATCH): 8 MiB at most,
+    // a declared or counted length over it is a 413
+    router.post("/upload/")
+        .handler((PlatformHandler) ctx -> {
+          if (authorized(ctx)) {
+            ctx.next();
+          }
+        })
+        .handler(BodyHandler.create(false).setBodyLimit(Contract.MAX_UPLOAD).setHandleFileUploads(false)
+            .setMergeFormAttributes(false))
+        .handler(ctx -> send(ctx, 200, JSON, Contract.upload(ctx.body().buffer(), scratch)));
+    // a timer on this event loop, which serves other requests meanwhile
+    router.get("/delay/").handler(ctx -> {
+      if (authorized(ctx)) {
+        vertx.setTimer(Contract.DELAY_MS, id -> send(ctx, 200, TEXT, Contract.DELAYED));
+      }
+    });
     // every failure is a JSON body: unknown path, wrong method, a body over the cap or
     // unreadable, anything thrown
     router.errorHandler(404, ctx -> send(ctx, 404, JSON, Contract.NOT_FOUND));
     router.errorHandler(405, this::methodNotAllowed);
     router.errorHandler(400, ctx -> send(ctx, 400, JSON, Contract.error("bad request")));
-    router.errorHandler(413, ctx -> send(ctx, 400, JSON, Contract.error("body too large")));
+    // over BodyHandler's cap: /upload/'s 413 as the contract says, PATCH's a 400
+    router.errorHandler(413, ctx -> send(ctx, "/upload/".equals(ctx.request().path()) ? 413 : 400,
+        JSON, Contract.BODY_TOO_LARGE));
+    router.errorHandler(403, ctx -> send(ctx, 403, JSON, Contract.error("forbidden")));
+    router.errorHandler(416, ctx -> send(ctx, 416, JSON, Contract.error("range not satisfiable")));
     router.errorHandler(500, ctx -> {
       if (ctx.failure() != null) {
         System.err.println("internal error: " + ctx.failure());
@@ -193,6 +264,31 @@ final class ServerVerticle extends VerticleBase {
       send(ctx, 500, JSON, Contract.INTERNAL_ERROR);
     });
     return router;
+  }
+
+  /**
+   * GET and HEAD /static/*: vertx-web's StaticHandler on BENCH_STATIC_DIR (an absolute
+   * path, hence FileSystemAccess.ROOT), its defaults otherwise. A name it does not find,
+   * or one that climbs out of the folder, falls through to the router's JSON 404.
+   */
+  private void staticFiles(Router router, Config cfg) {
+    StaticHandler files = StaticHandler.create(FileSystemAccess.ROOT, cfg.staticDir())
+        // the harness never changes the files while the server runs (Vert.x's default,
+        // stated): their properties are cached, Last-Modified answered from the cache
+        .setFilesReadOnly(true)
+        .setDirectoryListing(false);
+    var route = router.route("/static/*").method(HttpMethod.GET).method(HttpMethod.HEAD);
+    if (cfg.compression()) {
+      // a byte range is sent as it is on disk: Content-Range counts the file's bytes, so
+      // the compressor must not encode it (StaticHandler's own way to skip compression)
+      route.handler(ctx -> {
+        if (ctx.request().headers().contains("Range")) {
+          ctx.response().putHeader(HttpHeaders.CONTENT_ENCODING, HttpHeaders.IDENTITY);
+        }
+        ctx.next();
+      });
+    }
+    route.handler(files);
   }
 
   // ------------------------------------------------------------------ responses
@@ -207,7 +303,10 @@ final class ServerVerticle extends VerticleBase {
 
   private void methodNotAllowed(RoutingContext ctx) {
     String path = ctx.request().path();
-    String allow = path.startsWith("/user/") ? "GET, PATCH" : "GET";
+    String allow = path.startsWith("/user/") ? "GET, PATCH"
+        : path.equals("/upload/") ? "POST"
+        : path.startsWith("/static/") ? "GET, HEAD"
+        : "GET";
     ctx.response().putHeader(ALLOW, allow);
     send(ctx, 405, JSON, Contract.METHOD_NOT_ALLOWED);
   }
