@@ -6,12 +6,14 @@
 //! would kill the server.
 
 use actix_web::body::MessageBody;
-use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use actix_web::http::StatusCode;
 use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
+use futures_util::StreamExt;
 use webbench_common::contract::{self, AppState, Failure, Status, UserStore, MAX_BODY};
 use webbench_common::suite::{self, SuiteStore};
+use webbench_common::workloads::{self, Upload, DELAY};
 
 const TOKEN_HEADER: HeaderName = HeaderName::from_static(contract::TOKEN_HEADER);
 const JSON: HeaderValue = HeaderValue::from_static(contract::CONTENT_TYPE_JSON);
@@ -34,6 +36,7 @@ fn status_code(status: Status) -> StatusCode {
         Status::Unauthorized => StatusCode::UNAUTHORIZED,
         Status::NotFound => StatusCode::NOT_FOUND,
         Status::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        Status::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         Status::InternalServerError => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -143,6 +146,45 @@ pub async fn cached<S: SuiteStore>(
     state: web::Data<AppState<S>>,
 ) -> HttpResponse {
     json(suite::cached(&state, token(&req), req.query_string()).await)
+}
+
+/// `POST /upload/` (webbench_common::workloads): the token, a declared length over 8 MiB
+/// (413 before reading), then the raw payload streamed through the CRC-32 chunk by chunk
+/// as actix hands it over (never held whole), 413 as soon as it passes 8 MiB. web::Payload
+/// has no size limit of its own (PayloadConfig's 256 KiB applies to the Bytes / String
+/// extractors only).
+pub async fn upload<S>(
+    req: HttpRequest,
+    mut payload: web::Payload,
+    state: web::Data<AppState<S>>,
+) -> HttpResponse {
+    let declared = req.headers().get(CONTENT_LENGTH).map(HeaderValue::as_bytes);
+    let mut upload = match Upload::start(&state, token(&req), declared) {
+        Ok(upload) => upload,
+        Err(f) => return failure(f),
+    };
+    while let Some(chunk) = payload.next().await {
+        let fed = match chunk {
+            Ok(chunk) => upload.feed(&chunk),
+            Err(_) => Err(Failure::UNREADABLE_BODY),
+        };
+        if let Err(f) = fed {
+            return failure(f);
+        }
+    }
+    typed_response(StatusCode::OK, JSON, upload.finish())
+}
+
+/// `GET /delay/`: the token, then actix's timer (the worker's own tokio runtime) for
+/// 10 ms, the worker serving its other connections meanwhile.
+pub async fn delay<S>(req: HttpRequest, state: web::Data<AppState<S>>) -> HttpResponse {
+    match workloads::delay(&state, token(&req)) {
+        Ok(body) => {
+            actix_web::rt::time::sleep(DELAY).await;
+            typed_response(StatusCode::OK, TEXT, body)
+        }
+        Err(f) => failure(f),
+    }
 }
 
 /// Any path that is not one of the contract's routes.

@@ -3,6 +3,7 @@
 
 use std::env;
 use std::fmt;
+use std::path::PathBuf;
 
 /// Which database the server talks to (`BENCH_DB`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +39,12 @@ pub struct Config {
     pub db_user: String,
     pub db_password: String,
     pub pool_size: u32,
+    /// `BENCH_STATIC_DIR`, an existing folder (made absolute), or `None` when unset:
+    /// then `/static/` is not mounted.
+    pub static_dir: Option<PathBuf>,
+    /// `BENCH_COMPRESSION=1`: response compression on (servers/README.md, "The HTTP
+    /// workloads"); unset or 0: no compression middleware at all.
+    pub compression: bool,
 }
 
 #[derive(Debug)]
@@ -79,6 +86,38 @@ fn parse_orm(raw: &str, server: &str, orm_name: Option<&str>) -> Result<bool, Co
     }
 }
 
+/// `BENCH_COMPRESSION`: `1` (or `true`) turns compression on; unset, empty or `0` leaves
+/// it off; anything else is refused rather than guessed. For a server whose compressed
+/// and plain stacks are different types, so that its main() picks one before
+/// [`Config::from_env`] (which reports a bad value and stops the start).
+pub fn compression_from_env() -> Result<bool, ConfigError> {
+    match env::var("BENCH_COMPRESSION").unwrap_or_default().trim() {
+        "" | "0" | "false" | "False" => Ok(false),
+        "1" | "true" | "True" => Ok(true),
+        other => Err(ConfigError(format!(
+            "BENCH_COMPRESSION={other:?}: expected 1 (on) or 0 / unset (off)"
+        ))),
+    }
+}
+
+/// `BENCH_STATIC_DIR`: unset or empty is `None`; otherwise it must be a folder (a static
+/// handler given a missing one would serve nothing, or worse, actix-files its working
+/// directory), returned absolute.
+fn static_dir_from_env() -> Result<Option<PathBuf>, ConfigError> {
+    let raw = env::var_os("BENCH_STATIC_DIR").unwrap_or_default();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let dir = PathBuf::from(&raw);
+    match dir.canonicalize() {
+        Ok(abs) if abs.is_dir() => Ok(Some(abs)),
+        _ => Err(ConfigError(format!(
+            "BENCH_STATIC_DIR={:?} is not a folder",
+            dir.display()
+        ))),
+    }
+}
+
 impl Config {
     /// A server on 127.0.0.1 with no database (BENCH_DB=none), one worker and token
     /// "tok": what the servers' unit tests build their state from.
@@ -97,6 +136,8 @@ impl Config {
             db_user: String::new(),
             db_password: String::new(),
             pool_size: 1,
+            static_dir: None,
+            compression: false,
         }
     }
 
@@ -139,6 +180,8 @@ impl Config {
             // An empty password is a legitimate value, so no var_or here.
             db_password: env::var("BENCH_DB_PASSWORD").unwrap_or_default(),
             pool_size,
+            static_dir: static_dir_from_env()?,
+            compression: compression_from_env()?,
         })
     }
 }

@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::fmt::Display;
 use std::future::Future;
+use std::path::PathBuf;
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -60,6 +61,11 @@ pub trait UserStore: Send + Sync + 'static {
 /// Shared by all workers (behind one `Arc`: actix's `web::Data`, axum's `State`).
 pub struct AppState<S> {
     token: Box<[u8]>,
+    /// `BENCH_STATIC_DIR`: the folder `/static/` serves, or `None` (then `/static/` is
+    /// not mounted: 404).
+    pub static_dir: Option<PathBuf>,
+    /// `BENCH_COMPRESSION=1`: the server wraps its routes in its compression middleware.
+    pub compression: bool,
     pub db: S,
     /// `/ping/`'s answer never changes: serialised once at start-up.
     pub ping_body: Bytes,
@@ -76,6 +82,8 @@ impl<S> AppState<S> {
         });
         AppState {
             token: cfg.token.as_bytes().into(),
+            static_dir: cfg.static_dir.clone(),
+            compression: cfg.compression,
             db,
             ping_body: Bytes::from(serde_json::to_vec(&ping).unwrap_or_default()),
             cache: crate::suite::new_cache(),
@@ -100,16 +108,19 @@ pub enum Status {
     Unauthorized,
     NotFound,
     MethodNotAllowed,
+    /// An `/upload/` body over [`crate::workloads::UPLOAD_LIMIT`].
+    PayloadTooLarge,
     InternalServerError,
 }
 
 impl Status {
     /// Every status, for the servers' tests of their mapping.
-    pub const ALL: [Status; 5] = [
+    pub const ALL: [Status; 6] = [
         Status::BadRequest,
         Status::Unauthorized,
         Status::NotFound,
         Status::MethodNotAllowed,
+        Status::PayloadTooLarge,
         Status::InternalServerError,
     ];
 
@@ -119,6 +130,7 @@ impl Status {
             Status::Unauthorized => 401,
             Status::NotFound => 404,
             Status::MethodNotAllowed => 405,
+            Status::PayloadTooLarge => 413,
             Status::InternalServerError => 500,
         }
     }

@@ -10,9 +10,13 @@
 //!   `/cached/`): `n` parsing, the ids the server draws, the fortunes' sorting and
 //!   askama template, the moka cache, and [`suite::SuiteStore`], what the suite needs
 //!   from the database beyond a user SELECT.
+//! - [`workloads`]: the HTTP workloads (`/upload/`'s limit and CRC-32, `/delay/`'s wait
+//!   and body, the `/static/` mount).
 //! - [`serve`] and [`reply`] (feature `tokio-http`, for axum, hyper and warp): the
 //!   process around a tokio server (runtime, signals, pool, listener, graceful stop)
-//!   and the contract's answers as `http::Response`s.
+//!   and the contract's answers as `http::Response`s, `/upload/` and `/delay/` too.
+//! - [`http1`] (feature `hyper-server`): hyper's HTTP/1.1-only accept loop (hyper's
+//!   main listener, and warp's when it runs tower-http's compression).
 //! - [`protocols`] (feature `tls`): the TLS and h2c listeners the harness asks for by
 //!   environment (servers/README.md "Protocols a server speaks itself") and the one
 //!   rustls 0.23 server configuration (ring, TLS 1.3 only, TLS13_AES_128_GCM_SHA256).
@@ -28,12 +32,17 @@ pub mod config;
 pub mod contract;
 pub mod db;
 pub mod suite;
+pub mod workloads;
 
-#[cfg(feature = "tokio-http")]
-pub mod reply;
-#[cfg(feature = "tokio-http")]
-pub mod serve;
+#[cfg(feature = "hyper-server")]
+pub mod http1;
 #[cfg(feature = "own-protocols")]
 pub mod listeners;
 #[cfg(feature = "tls")]
 pub mod protocols;
+#[cfg(feature = "tokio-http")]
+pub mod reply;
+#[cfg(feature = "tokio-http")]
+pub mod serve;
+#[cfg(feature = "testing")]
+pub mod testing;

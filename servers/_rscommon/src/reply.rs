@@ -4,11 +4,13 @@
 //! `#[inline]`, so each server compiles to what it did when this was its own code.
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, ALLOW, CONTENT_TYPE};
+use http::header::{HeaderName, HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, Response, StatusCode};
+use http_body_util::BodyExt;
 
-use crate::contract::{self, Failure, Status};
+use crate::contract::{self, AppState, Failure, Status};
 use crate::suite;
+use crate::workloads::{self, Upload, DELAY, DRAIN_TIME};
 
 pub const TOKEN_HEADER: HeaderName = HeaderName::from_static(contract::TOKEN_HEADER);
 pub const JSON: HeaderValue = HeaderValue::from_static(contract::CONTENT_TYPE_JSON);
@@ -65,6 +67,72 @@ pub fn token(headers: &HeaderMap) -> Option<&[u8]> {
     headers.get(TOKEN_HEADER).map(HeaderValue::as_bytes)
 }
 
+/// `POST /upload/` (src/workloads.rs): the token, a declared length over the limit
+/// (413 before reading), then the body streamed through the CRC-32 frame by frame as
+/// hyper hands it over (never held whole: memory stays one frame whatever the size),
+/// 413 as soon as it passes 8 MiB; `{"bytes": N, "crc32": "..."}`. A refused body is
+/// left to [`drain`].
+pub async fn upload<S, B, R>(state: &AppState<S>, headers: &HeaderMap, mut body: B) -> Response<R>
+where
+    B: http_body::Body + Unpin + Send + 'static,
+    R: From<Bytes>,
+{
+    let declared = headers.get(CONTENT_LENGTH).map(HeaderValue::as_bytes);
+    let mut upload = match Upload::start(state, token(headers), declared) {
+        Ok(upload) => upload,
+        Err(f) => {
+            if f == Failure::BODY_TOO_LARGE {
+                drain(body);
+            }
+            return failure(f);
+        }
+    };
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return failure(Failure::UNREADABLE_BODY);
+        };
+        // Trailers, if any, are not part of the body.
+        if let Ok(data) = frame.into_data() {
+            if let Err(f) = upload.feed_buf(data) {
+                drain(body);
+                return failure(f);
+            }
+        }
+    }
+    typed(StatusCode::OK, JSON, upload.finish())
+}
+
+/// Reads the rest of a refused body in a task of its own, for at most [`DRAIN_TIME`]
+/// (workloads.rs says why), while the 413 goes out: hyper keeps reading the connection
+/// for a body still wanted after the answer, and only drains what it already buffered
+/// of one dropped. With it the connection even stays open for the next request.
+fn drain<B>(mut body: B)
+where
+    B: http_body::Body + Unpin + Send + 'static,
+{
+    spawn_drain(async move { while let Some(Ok(_)) = body.frame().await {} });
+}
+
+/// Runs `rest` (what reads a refused body to its end) as a task, for at most
+/// [`DRAIN_TIME`]: [`drain`] for hyper's bodies, warp's for its body stream.
+pub fn spawn_drain(rest: impl std::future::Future<Output = ()> + Send + 'static) {
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(DRAIN_TIME, rest).await;
+    });
+}
+
+/// `GET /delay/`: the token, then tokio's timer for 10 ms (the worker serves other
+/// connections meanwhile), then `delayed 10 ms` as text/plain.
+pub async fn delay<S, R: From<Bytes>>(state: &AppState<S>, headers: &HeaderMap) -> Response<R> {
+    match workloads::delay(state, token(headers)) {
+        Ok(body) => {
+            tokio::time::sleep(DELAY).await;
+            typed(StatusCode::OK, TEXT, body)
+        }
+        Err(f) => failure(f),
+    }
+}
+
 #[inline]
 pub fn status_code(status: Status) -> StatusCode {
     match status {
@@ -72,6 +140,7 @@ pub fn status_code(status: Status) -> StatusCode {
         Status::Unauthorized => StatusCode::UNAUTHORIZED,
         Status::NotFound => StatusCode::NOT_FOUND,
         Status::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        Status::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         Status::InternalServerError => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -105,6 +174,38 @@ mod tests {
         assert_eq!(page.headers().get(CONTENT_TYPE), Some(&HTML));
         let missing: Response<Bytes> = json(Err(Failure::NOT_FOUND));
         assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    }
+
+    /// Runs a future on a runtime of its own (a refused upload's drain is a task).
+    fn ready<F: std::future::Future>(f: F) -> F::Output {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build();
+        runtime.expect("a runtime").block_on(f)
+    }
+
+    #[test]
+    fn an_upload_is_read_whole_or_refused() {
+        let state = AppState::new(&crate::config::Config::without_database("srv"), ());
+        let mut headers = HeaderMap::new();
+        let body = |b: &'static [u8]| http_body_util::Full::new(Bytes::from_static(b));
+        let res: Response<Bytes> = ready(upload(&state, &headers, body(b"123456789")));
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+
+        headers.insert(TOKEN_HEADER, HeaderValue::from_static("tok"));
+        let res: Response<Bytes> = ready(upload(&state, &headers, body(b"123456789")));
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers().get(CONTENT_TYPE), Some(&JSON));
+        assert_eq!(&res.body()[..], br#"{"bytes": 9, "crc32": "cbf43926"}"#);
+
+        let big = http_body_util::Full::new(Bytes::from(vec![7u8; 8 * 1024 * 1024 + 1]));
+        let res: Response<Bytes> = ready(upload(&state, &headers, big));
+        assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(&res.body()[..], Failure::BODY_TOO_LARGE.body().as_slice());
+
+        headers.insert(CONTENT_LENGTH, HeaderValue::from_static("8388609"));
+        let res: Response<Bytes> = ready(upload(&state, &headers, body(b"")));
+        assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
     }
 
     #[test]

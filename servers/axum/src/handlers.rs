@@ -140,6 +140,20 @@ pub async fn cached(State(state): AppStateRef, req: Request) -> Response {
     )
 }
 
+/// `POST /upload/`: the body streamed through the CRC-32 frame by frame
+/// (webbench_common::reply::upload). axum's DefaultBodyLimit (2 MB) bounds its Bytes /
+/// String / Json extractors only; the raw body taken here has no limit but the 8 MiB
+/// counted as it is read.
+pub async fn upload(State(state): AppStateRef, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    reply::upload(&state, &parts.headers, body).await
+}
+
+/// `GET /delay/`: tokio's timer for 10 ms (webbench_common::reply::delay).
+pub async fn delay(State(state): AppStateRef, req: Request) -> Response {
+    reply::delay(&state, req.headers()).await
+}
+
 /// Any path that is not one of the contract's routes.
 pub async fn not_found() -> Response {
     failure(Failure::NOT_FOUND)

@@ -8,29 +8,105 @@
 //! failure (not any client input) gives a 500. Nothing here can panic on client input:
 //! with `panic = "abort"` a panic would kill the server.
 
+use std::convert::Infallible;
 use std::error::Error as StdError;
+use std::sync::Arc;
 
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::{Body as HttpBody, Bytes};
 use hyper::header::HeaderValue;
-use hyper::{HeaderMap, Method, Request, StatusCode};
+use hyper::{HeaderMap, Method, Request, StatusCode, Uri};
 use percent_encoding::percent_decode_str;
+use tower::ServiceExt;
+use tower_http::services::fs::ServeFileSystemResponseBody;
+use tower_http::services::ServeDir;
 use webbench_common::contract::{self, AppState, Failure, MAX_BODY};
 use webbench_common::db::Db;
 use webbench_common::reply::{self, token, HTML, JSON, TEXT};
 use webbench_common::suite;
+use webbench_common::workloads::STATIC_MOUNT;
 
-/// Every response body: whole, in memory, so hyper sends a `Content-Length`.
-pub type Body = Full<Bytes>;
+/// The body of every answer of [`handle`]: whole, in memory, so hyper sends a
+/// `Content-Length`.
+pub type Whole = Full<Bytes>;
+/// Every response body: [`handle`]'s, or a static file's as tower-http's ServeDir
+/// streams it (its Content-Length set).
+pub type Body = Either<Whole, ServeFileSystemResponseBody>;
 /// Shared by all worker threads behind one `Arc` (src/main.rs).
 pub type State = AppState<Db>;
 
 /// Every response (src/main.rs names it for the service all listeners share).
 pub type Response = hyper::Response<Body>;
+/// [`handle`]'s responses.
+type Answer = hyper::Response<Whole>;
 /// The `Allow` header of a 405 (RFC 9110 §15.5.6), as axum sends it: a GET resource
 /// answers HEAD too.
 const ALLOW_GET: HeaderValue = HeaderValue::from_static("GET,HEAD");
 const ALLOW_USER: HeaderValue = HeaderValue::from_static("GET,HEAD,PATCH");
+const ALLOW_POST: HeaderValue = HeaderValue::from_static("POST");
+
+/// What every request of every connection shares, behind one `Arc`: the state, and
+/// `/static/`'s ServeDir when BENCH_STATIC_DIR is set.
+pub struct App {
+    state: webbench_common::serve::State,
+    statics: Option<ServeDir>,
+}
+
+impl App {
+    pub fn new(state: webbench_common::serve::State) -> App {
+        // tower-http's ServeDir with its defaults: see the manifest's notes.static.
+        let statics = state.static_dir.as_ref().map(ServeDir::new);
+        App { state, statics }
+    }
+}
+
+/// Every request: `/static/...` to ServeDir when it is mounted, anything else to the
+/// hand-written routes ([`handle`]). Generic over the request body only so the tests
+/// can hand in a `Full<Bytes>`; the server instantiates it for hyper's `Incoming`.
+pub async fn respond<B>(app: Arc<App>, req: Request<B>) -> Result<Response, Infallible>
+where
+    B: HttpBody + Unpin + Send + 'static,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    if let Some(statics) = &app.statics {
+        if let Some(uri) = static_uri(req.uri()) {
+            return Ok(serve_static(statics.clone(), uri, req).await);
+        }
+    }
+    Ok(handle(&app.state, req).await.map(Either::Left))
+}
+
+/// The URI ServeDir is given for a `/static/...` request: the path after the mount (as
+/// axum's nest_service strips it; `/static` alone is `/`), the query kept. `None` for
+/// any other path (`/staticx` too).
+fn static_uri(uri: &Uri) -> Option<Uri> {
+    let rest = uri.path().strip_prefix(STATIC_MOUNT)?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    let path = if rest.is_empty() { "/" } else { rest };
+    let rebuilt = match uri.query() {
+        Some(query) => Uri::try_from(format!("{path}?{query}")),
+        None => Uri::try_from(path),
+    };
+    // The parts of a valid URI make a valid one; were it not, the routes' JSON 404.
+    rebuilt.ok()
+}
+
+/// `/static/...`: tower-http's ServeDir, which percent-decodes the path, refuses any
+/// `..` (or other non-normal) component with a 404 before touching the disk, and
+/// answers Range, If-None-Match / If-Modified-Since itself.
+async fn serve_static<B>(statics: ServeDir, uri: Uri, req: Request<B>) -> Response
+where
+    B: HttpBody + Send + 'static,
+{
+    let (mut parts, body) = req.into_parts();
+    parts.uri = uri;
+    match statics.oneshot(Request::from_parts(parts, body)).await {
+        Ok(res) => res.map(Either::Right),
+        Err(never) => match never {},
+    }
+}
 
 /// The contract's routes. `User` holds the raw (still percent-encoded) `{id}` segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +118,8 @@ enum Route<'a> {
     Updates,
     Fortunes,
     Cached,
+    Upload,
+    Delay,
     User(&'a str),
 }
 
@@ -59,6 +137,8 @@ fn find(path: &str) -> Option<Route<'_>> {
         "/updates/" => Route::Updates,
         "/fortunes/" => Route::Fortunes,
         "/cached/" => Route::Cached,
+        "/upload/" => Route::Upload,
+        "/delay/" => Route::Delay,
         _ => {
             let id = path.strip_prefix("/user/")?.strip_suffix('/')?;
             if id.is_empty() || id.contains('/') {
@@ -69,11 +149,11 @@ fn find(path: &str) -> Option<Route<'_>> {
     })
 }
 
-fn failure(f: Failure) -> Response {
+fn failure(f: Failure) -> Answer {
     reply::failure(f)
 }
 
-fn json(answer: Result<Vec<u8>, Failure>) -> Response {
+fn json(answer: Result<Vec<u8>, Failure>) -> Answer {
     reply::json(answer)
 }
 
@@ -104,9 +184,9 @@ where
 
 /// Every request. Generic over the request body only so the tests can hand in a
 /// `Full<Bytes>`; the server instantiates it once, for hyper's `Incoming`.
-pub async fn handle<B>(state: &State, req: Request<B>) -> Response
+pub async fn handle<B>(state: &State, req: Request<B>) -> Answer
 where
-    B: HttpBody,
+    B: HttpBody + Unpin + Send + 'static,
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
     let Some(route) = find(req.uri().path()) else {
@@ -134,7 +214,15 @@ where
             json(contract::update_user(&state.db, id, &body).await)
         }
         Route::User(_) => reply::method_not_allowed(ALLOW_USER),
+        // The HTTP workloads (webbench_common::reply: the body streamed through the
+        // CRC-32 frame by frame; tokio's timer).
+        Route::Upload if *req.method() == Method::POST => {
+            let (parts, body) = req.into_parts();
+            reply::upload(state, &parts.headers, body).await
+        }
+        Route::Upload => reply::method_not_allowed(ALLOW_POST),
         _ if !get => reply::method_not_allowed(ALLOW_GET),
+        Route::Delay => reply::delay(state, headers).await,
         Route::Ping => reply::typed(StatusCode::OK, JSON, state.ping_body.clone()),
         Route::Plain => reply::ok_or_failure(TEXT, contract::plain(state, token(headers), query)),
         Route::ToJson => json(contract::to_json(state, token(headers), query)),
@@ -164,6 +252,8 @@ mod tests {
         assert_eq!(find("/updates/"), Some(Route::Updates));
         assert_eq!(find("/fortunes/"), Some(Route::Fortunes));
         assert_eq!(find("/cached/"), Some(Route::Cached));
+        assert_eq!(find("/upload/"), Some(Route::Upload));
+        assert_eq!(find("/delay/"), Some(Route::Delay));
         assert_eq!(find("/user/12/"), Some(Route::User("12")));
         assert_eq!(find("/user/%31/"), Some(Route::User("%31")));
         assert_eq!(find("/user/abc/"), Some(Route::User("abc")));
@@ -320,5 +410,98 @@ mod tests {
                 "could not read body or body too large"
             ))
         );
+    }
+
+    /// The workloads, through [`respond`] as the service calls it (a runtime: the
+    /// timer and ServeDir's file reads need one).
+    mod workloads {
+        use super::*;
+        use hyper::header::{CONTENT_RANGE, ETAG, IF_NONE_MATCH, LAST_MODIFIED, RANGE};
+        use webbench_common::testing::{self, CLIMBS, UPLOAD_ANSWER, UPLOAD_BODY};
+
+        fn make(static_dir: Option<std::path::PathBuf>) -> Arc<App> {
+            let cfg = Config {
+                static_dir,
+                ..Config::without_database("hyper")
+            };
+            Arc::new(App::new(Arc::new(AppState::new(&cfg, Db::None))))
+        }
+
+        async fn send(
+            app: &Arc<App>,
+            req: hyper::http::request::Builder,
+            body: Vec<u8>,
+        ) -> (StatusCode, HeaderMap, Vec<u8>) {
+            let req = req
+                .header("token", "tok")
+                .body(Full::new(Bytes::from(body)))
+                .unwrap();
+            let res = respond(app.clone(), req).await.unwrap();
+            let (parts, body) = res.into_parts();
+            let bytes = body.collect().await.unwrap().to_bytes().to_vec();
+            (parts.status, parts.headers, bytes)
+        }
+
+        fn get(uri: &str) -> hyper::http::request::Builder {
+            Request::get(uri)
+        }
+
+        #[tokio::test]
+        async fn upload_and_delay() {
+            let app = make(None);
+            let post = || Request::post("/upload/");
+            let (status, _, body) = send(&app, post(), UPLOAD_BODY.to_vec()).await;
+            assert_eq!(
+                (status, body.as_slice()),
+                (StatusCode::OK, UPLOAD_ANSWER.as_bytes())
+            );
+            let (status, _, body) = send(&app, post(), vec![0; 8 * 1024 * 1024 + 1]).await;
+            assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+            assert!(body.starts_with(br#"{"error":"#));
+            let (status, headers, _) = send(&app, get("/upload/"), vec![]).await;
+            assert_eq!(
+                (status, &headers[hyper::header::ALLOW]),
+                (StatusCode::METHOD_NOT_ALLOWED, &ALLOW_POST)
+            );
+
+            let (status, _, body) = send(&app, get("/delay/"), vec![]).await;
+            assert_eq!(
+                (status, body.as_slice()),
+                (StatusCode::OK, &b"delayed 10 ms"[..])
+            );
+            let (status, ..) = send(&app, Request::post("/delay/"), vec![]).await;
+            assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        }
+
+        #[tokio::test]
+        async fn static_files_and_traversal() {
+            let app = make(Some(testing::static_folder("hyper")));
+            let (status, headers, body) = send(&app, get("/static/1k.txt"), vec![]).await;
+            assert_eq!((status, body.len()), (StatusCode::OK, testing::FILE_SIZE));
+            assert!(headers.contains_key(LAST_MODIFIED));
+            let etag = headers[ETAG].clone();
+            let conditional = get("/static/1k.txt").header(IF_NONE_MATCH, etag);
+            assert_eq!(
+                send(&app, conditional, vec![]).await.0,
+                StatusCode::NOT_MODIFIED
+            );
+            let ranged = get("/static/1k.txt?x=1").header(RANGE, "bytes=100-199");
+            let (status, headers, body) = send(&app, ranged, vec![]).await;
+            assert_eq!((status, body.len()), (StatusCode::PARTIAL_CONTENT, 100));
+            assert_eq!(headers[CONTENT_RANGE], "bytes 100-199/1024");
+            for path in CLIMBS
+                .into_iter()
+                .chain(["/static/nope.txt", "/staticx/1k.txt"])
+            {
+                let (status, _, body) = send(&app, get(path), vec![]).await;
+                assert!(status.is_client_error(), "{path}: {status}");
+                assert_ne!(body, testing::OUTSIDE, "{path}");
+            }
+            let bare = make(None);
+            assert_eq!(
+                send(&bare, get("/static/1k.txt"), vec![]).await.0,
+                StatusCode::NOT_FOUND
+            );
+        }
     }
 }

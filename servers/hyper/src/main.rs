@@ -18,73 +18,75 @@ mod handlers;
 
 use std::convert::Infallible;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use hyper::server::conn::http1;
+use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
-use webbench_common::serve::{self, State, Stop};
+use hyper_util::service::TowerToHyperService;
+use tower::Layer;
+use tower_http::compression::CompressionLayer;
+use webbench_common::config;
+use webbench_common::http1;
+use webbench_common::serve::{self, State};
+
+use handlers::{App, Response};
 
 fn main() -> ExitCode {
     // BENCH_SERVER_ID's default; no ORM variant (manifest: orm = [false]). The same
-    // service on the TLS / h2c listeners when BENCH_TLS_PORT / BENCH_H2C_PORT ask for them.
-    serve::main_with_protocols("hyper", serve, service)
+    // service on the TLS / h2c listeners when BENCH_TLS_PORT / BENCH_H2C_PORT ask for
+    // them. With BENCH_COMPRESSION=1 that service is tower-http's Compression around the
+    // same handler, another type, so it is chosen here (a value that is neither is
+    // refused by the configuration, which stops the start with the reason).
+    if config::compression_from_env().unwrap_or(false) {
+        serve::main_with_protocols(
+            "hyper",
+            |listener, state, stop| http1::serve(listener, compressed(state), stop),
+            compressed,
+        )
+    } else {
+        serve::main_with_protocols(
+            "hyper",
+            |listener, state, stop| http1::serve(listener, service(state), stop),
+            service,
+        )
+    }
 }
 
 /// The one service of every connection, whatever its listener: each request clones the
-/// Arc into its future (hyper's Service takes &self and returns an owned future).
+/// Arc into its future (hyper's Service takes &self and returns an owned future). The
+/// accept loop is webbench_common::http1's: an HTTP/1.1-only hyper connection per socket.
 fn service(
     state: State,
 ) -> impl hyper::service::Service<
-    hyper::Request<hyper::body::Incoming>,
-    Response = handlers::Response,
+    hyper::Request<Incoming>,
+    Response = Response,
     Error = Infallible,
-    Future = impl std::future::Future<Output = Result<handlers::Response, Infallible>> + Send,
+    Future = impl std::future::Future<Output = Result<Response, Infallible>> + Send,
 > + Clone
        + Send
        + 'static {
-    service_fn(move |req| {
-        let state = state.clone();
-        async move { Ok::<_, Infallible>(handlers::handle(&state, req).await) }
-    })
+    let app = Arc::new(App::new(state));
+    service_fn(move |req| handlers::respond(app.clone(), req))
 }
 
-/// hyper's HTTP/1.1 connection settings: its defaults, stated (manifest [notes]).
-fn http1_builder() -> http1::Builder {
-    let mut http = http1::Builder::new();
-    http
-        // Persistent connections (HTTP/1.1's default, and HTTP/1.0's keep-alive).
-        .keep_alive(true)
-        // A Date header on every response, from hyper's once-a-second cache.
-        .auto_date_header(true)
-        // Each response is flushed when written; no waiting for a pipelined next one.
-        .pipeline_flush(false);
-    // No timer, so no header-read timeout (hyper's 30 s default only applies with a
-    // timer) and no max_buf_size / max_headers change: see the manifest's notes.
-    http
-}
+/// What the compressed stack answers: the same responses, their bodies through
+/// tower-http's encoder (or passed as they are when not compressed).
+type Compressed = hyper::Response<tower_http::compression::CompressionBody<handlers::Body>>;
 
-/// Accepts until the stop is requested, then tells every open connection to finish
-/// (hyper's graceful_shutdown: an idle one closes at once, a busy one after its
-/// response) and returns when all of them have. Accepted sockets have TCP_NODELAY
-/// from the listener (serve::listen).
-async fn serve(listener: TcpListener, state: State, stop: Stop) {
-    let http = http1_builder();
-    let graceful = GracefulShutdown::new();
-    let service = service(state);
-    loop {
-        let Some(stream) = serve::accept(&listener, &stop, "HTTP/1.1").await else {
-            break;
-        };
-        // One service per connection (a clone: one more reference to the state).
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service.clone()));
-        tokio::spawn(async move {
-            // A connection error (a client gone mid-request, a malformed request
-            // hyper already answered with 400) is that connection's end: no log.
-            let _ = conn.await;
-        });
-    }
-    drop(listener);
-    graceful.shutdown().await;
+/// [`service`] as a tower service inside tower-http's Compression (its defaults: gzip
+/// at level 6, br at quality 4, bodies of 32 bytes and more), served by hyper through
+/// hyper-util's TowerToHyperService.
+fn compressed(
+    state: State,
+) -> impl hyper::service::Service<
+    hyper::Request<Incoming>,
+    Response = Compressed,
+    Error = Infallible,
+    Future = impl std::future::Future<Output = Result<Compressed, Infallible>> + Send,
+> + Clone
+       + Send
+       + 'static {
+    let app = Arc::new(App::new(state));
+    let handler = tower::service_fn(move |req| handlers::respond(app.clone(), req));
+    TowerToHyperService::new(CompressionLayer::new().layer(handler))
 }

@@ -16,14 +16,16 @@ use std::convert::Infallible;
 use std::io::Cursor;
 
 use bytes::Bytes;
-use rocket::data::{Data, Limits, ToByteUnit};
+use rocket::data::{ByteUnit, Data, DataStream, Limits, ToByteUnit};
 use rocket::http::{Method, Status as HttpStatus};
 use rocket::request::{FromRequest, Outcome, Request};
 use rocket::response::{self, Responder, Response};
-use rocket::{catch, get, patch, State};
+use rocket::tokio::io::AsyncReadExt;
+use rocket::{catch, get, patch, post, State};
 use webbench_common::contract::{self, AppState, Failure, Status, MAX_BODY};
 use webbench_common::db::Db;
 use webbench_common::suite;
+use webbench_common::workloads::{self, Upload, DELAY, DRAIN_TIME};
 
 /// Rocket's managed state: one per process, shared by all worker threads.
 pub type App = AppState<Db>;
@@ -84,6 +86,7 @@ pub fn status_code(status: Status) -> HttpStatus {
         Status::Unauthorized => HttpStatus::Unauthorized,
         Status::NotFound => HttpStatus::NotFound,
         Status::MethodNotAllowed => HttpStatus::MethodNotAllowed,
+        Status::PayloadTooLarge => HttpStatus::PayloadTooLarge,
         Status::InternalServerError => HttpStatus::InternalServerError,
     }
 }
@@ -93,6 +96,8 @@ pub fn status_code(status: Status) -> HttpStatus {
 pub struct Ctx<'r> {
     token: Option<&'r [u8]>,
     query: &'r str,
+    /// The raw `Content-Length` (`/upload/` refuses one over the limit before reading).
+    length: Option<&'r [u8]>,
 }
 
 #[rocket::async_trait]
@@ -106,6 +111,7 @@ impl<'r> FromRequest<'r> for Ctx<'r> {
                 .get_one(contract::TOKEN_HEADER)
                 .map(str::as_bytes),
             query: req.uri().query().map_or("", |q| q.as_str()),
+            length: req.headers().get_one("Content-Length").map(str::as_bytes),
         })
     }
 }
@@ -194,6 +200,62 @@ pub async fn cached(state: &State<App>, ctx: Ctx<'_>) -> Reply {
     Reply::json(suite::cached(state, ctx.token, ctx.query).await)
 }
 
+/// `POST /upload/` (webbench_common::workloads): the token, a declared length over 8 MiB
+/// (413), then the body read from Rocket's data stream in 64 KiB reads through the
+/// CRC-32 (never held whole), 413 as soon as it passes 8 MiB. The stream is opened
+/// without a limit of Rocket's (Data::open takes the limit given; the count is the
+/// workload's): a refused body's rest is read and dropped for at most
+/// workloads::DRAIN_TIME before the 413, as Rocket would otherwise close the connection
+/// with it unread and the client still writing it would be reset (workloads.rs).
+#[post("/upload", data = "<body>")]
+pub async fn upload(state: &State<App>, ctx: Ctx<'_>, body: Data<'_>) -> Reply {
+    let mut stream = body.open(ByteUnit::max_value());
+    let mut upload = match Upload::start(state, ctx.token, ctx.length) {
+        Ok(upload) => upload,
+        Err(f) => {
+            if f == Failure::BODY_TOO_LARGE {
+                drain(stream).await;
+            }
+            return Reply::failure(f);
+        }
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let fed = match stream.read(&mut buf).await {
+            Ok(0) => break,
+            Ok(n) => upload.feed(&buf[..n]),
+            Err(_) => Err(Failure::UNREADABLE_BODY),
+        };
+        if let Err(f) = fed {
+            if f == Failure::BODY_TOO_LARGE {
+                drain(stream).await;
+            }
+            return Reply::failure(f);
+        }
+    }
+    Reply::json(Ok(upload.finish().into_bytes()))
+}
+
+/// Reads the rest of a refused body and drops it, for at most DRAIN_TIME.
+async fn drain(mut stream: DataStream<'_>) {
+    let mut sink = rocket::tokio::io::sink();
+    let rest = rocket::tokio::io::copy(&mut stream, &mut sink);
+    let _ = rocket::tokio::time::timeout(DRAIN_TIME, rest).await;
+}
+
+/// `GET /delay/`: tokio's timer (the runtime Rocket runs on) for 10 ms, the worker
+/// serving other connections meanwhile.
+#[get("/delay")]
+pub async fn delay(state: &State<App>, ctx: Ctx<'_>) -> Reply {
+    match workloads::delay(state, ctx.token) {
+        Ok(body) => {
+            rocket::tokio::time::sleep(DELAY).await;
+            Reply::ok(contract::CONTENT_TYPE_TEXT, body)
+        }
+        Err(f) => Reply::failure(f),
+    }
+}
+
 /// The methods each contract path serves (HEAD: Rocket answers it with the GET route,
 /// body dropped), for the 405's `Allow` header; `None` for a path with no route.
 /// Matched on Rocket's percent-decoded, non-empty segments, as its router matches
@@ -202,8 +264,12 @@ pub fn allowed_methods(req: &Request<'_>) -> Option<&'static str> {
     let mut segs = req.uri().path().segments();
     let allow = match (segs.next(), segs.next(), segs.next()) {
         (Some("user"), Some(_), None) => "GET, HEAD, PATCH",
+        (Some("upload"), None, None) => "POST",
         (
-            Some("ping" | "plain" | "to_json" | "queries" | "updates" | "fortunes" | "cached"),
+            Some(
+                "ping" | "plain" | "to_json" | "queries" | "updates" | "fortunes" | "cached"
+                | "delay",
+            ),
             None,
             None,
         ) => "GET, HEAD",

@@ -151,6 +151,8 @@ fn app(figment: Figment, state: App) -> Rocket<Build> {
                 handlers::updates,
                 handlers::fortunes,
                 handlers::cached,
+                handlers::upload,
+                handlers::delay,
             ],
         )
         .register("/", catchers![handlers::catch_all])
@@ -329,5 +331,48 @@ mod tests {
         let res = client.head("/ping/").dispatch();
         assert_eq!(res.status(), Status::Ok);
         assert_eq!(res.into_string().unwrap_or_default(), "");
+    }
+
+    #[test]
+    fn upload_and_delay() {
+        use webbench_common::testing::{UPLOAD_ANSWER, UPLOAD_BODY};
+        let client = client();
+        let tok = || Header::new("token", "tok");
+        let res = client
+            .post("/upload/")
+            .header(tok())
+            .body(UPLOAD_BODY)
+            .dispatch();
+        assert_eq!(res.status(), Status::Ok);
+        assert_eq!(res.into_string().unwrap(), UPLOAD_ANSWER);
+        let big = vec![0u8; 8 * 1024 * 1024 + 1];
+        let res = client.post("/upload/").header(tok()).body(big).dispatch();
+        assert_eq!(res.status(), Status::PayloadTooLarge);
+        assert!(res.into_string().unwrap().starts_with(r#"{"error":"#));
+        let declared = Header::new("Content-Length", "8388609");
+        let res = client
+            .post("/upload/")
+            .header(tok())
+            .header(declared)
+            .dispatch();
+        assert_eq!(res.status(), Status::PayloadTooLarge);
+        let res = client.post("/upload/").body(UPLOAD_BODY).dispatch();
+        assert_eq!(res.status(), Status::Unauthorized);
+        let res = client.get("/upload/").header(tok()).dispatch();
+        assert_eq!(res.status(), Status::MethodNotAllowed);
+        assert_eq!(res.headers().get_one("Allow"), Some("POST"));
+
+        let res = client.get("/delay/").header(tok()).dispatch();
+        assert_eq!(res.status(), Status::Ok);
+        assert_eq!(
+            res.headers().get_one("Content-Type"),
+            Some("text/plain; charset=utf-8")
+        );
+        assert_eq!(res.into_string().unwrap(), "delayed 10 ms");
+        let res = client.post("/delay/").header(tok()).dispatch();
+        assert_eq!(res.status(), Status::MethodNotAllowed);
+        // No static mount (manifest [unsupported]): a JSON 404 like any unknown path.
+        let res = client.get("/static/1k.txt").dispatch();
+        assert_eq!(res.status(), Status::NotFound);
     }
 }

@@ -27,6 +27,7 @@ use webbench_common::contract::{self, AppState, Failure, MAX_BODY};
 use webbench_common::db::Db;
 use webbench_common::reply::{self, HTML, JSON, TEXT};
 use webbench_common::suite;
+use webbench_common::workloads::{self, Upload, DELAY};
 
 /// Shared by all worker threads; each request gets a clone of the `Arc`.
 pub type State = Arc<AppState<Db>>;
@@ -36,6 +37,7 @@ pub type Token = Option<HeaderValue>;
 /// The `Allow` header of a 405 (RFC 9110 §15.5.6), per path.
 pub const ALLOW_GET: HeaderValue = HeaderValue::from_static("GET");
 pub const ALLOW_USER: HeaderValue = HeaderValue::from_static("GET, PATCH");
+pub const ALLOW_POST: HeaderValue = HeaderValue::from_static("POST");
 
 fn failure(f: Failure) -> Response {
     reply::failure(f)
@@ -141,6 +143,55 @@ pub async fn fortunes(state: State, header: Token) -> Response {
 /// `GET /cached/?n=N`.
 pub async fn cached(state: State, header: Token, raw: Option<String>) -> Response {
     json(suite::cached(&state, token(&header), query(&raw)).await)
+}
+
+/// `POST /upload/` (webbench_common::workloads): the token, a declared length over 8 MiB
+/// (413 before reading), then warp's body stream (`warp::body::stream`, hyper's frames
+/// as they arrive) through the CRC-32 chunk by chunk, never held whole, 413 as soon as
+/// it passes 8 MiB. Not `warp::body::content_length_limit` (its 411 and 413 are plain
+/// text, and a chunked body would be refused).
+pub async fn upload(
+    state: State,
+    header: Token,
+    length: Option<HeaderValue>,
+    body: impl futures_util::Stream<Item = Result<impl Buf, warp::Error>> + Send + 'static,
+) -> Response {
+    let declared = length.as_ref().map(HeaderValue::as_bytes);
+    let mut body = Box::pin(body);
+    let answer = match Upload::start(&state, token(&header), declared) {
+        Ok(mut upload) => loop {
+            let fed = match body.next().await {
+                None => break Ok(upload.finish()),
+                Some(Ok(chunk)) => upload.feed_buf(chunk),
+                Some(Err(_)) => Err(Failure::UNREADABLE_BODY),
+            };
+            if let Err(f) = fed {
+                break Err(f);
+            }
+        },
+        Err(f) => Err(f),
+    };
+    match answer {
+        Ok(body) => reply::typed(StatusCode::OK, JSON, body),
+        Err(f) => {
+            if f == Failure::BODY_TOO_LARGE {
+                // The rest is read while the 413 goes out (reply::spawn_drain says why).
+                reply::spawn_drain(async move { while let Some(Ok(_)) = body.next().await {} });
+            }
+            failure(f)
+        }
+    }
+}
+
+/// `GET /delay/`: tokio's timer for 10 ms, the worker serving others meanwhile.
+pub async fn delay(state: State, header: Token) -> Response {
+    match workloads::delay(&state, token(&header)) {
+        Ok(body) => {
+            tokio::time::sleep(DELAY).await;
+            reply::typed(StatusCode::OK, TEXT, body)
+        }
+        Err(f) => failure(f),
+    }
 }
 
 /// A known path with a method it does not serve: JSON 405 with the path's `Allow`.

@@ -15,7 +15,10 @@ mod routes;
 
 use std::process::ExitCode;
 
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tower_http::compression::Compression;
+use webbench_common::http1;
 use webbench_common::serve::{self, State, Stop};
 
 fn main() -> ExitCode {
@@ -29,10 +32,23 @@ fn main() -> ExitCode {
 /// sockets have TCP_NODELAY from the listener (serve::listen): warp 0.4's server offers
 /// no hook on accepted connections (its acceptor trait is private). run() never returns
 /// on its own (accept errors are retried).
+///
+/// With BENCH_COMPRESSION=1 the same routes, as warp::service(routes) inside tower-http's
+/// Compression (its defaults: gzip at level 6, br at quality 4, bodies of 32 bytes and
+/// more, never a Range answer), served by hyper's HTTP/1.1 connection
+/// (webbench_common::http1, hyper's own server's accept loop): warp::serve takes only
+/// warp filters, and warp's own compression filters do not negotiate (the manifest's
+/// notes.compression).
 async fn serve(listener: TcpListener, state: State, stop: Stop) {
-    warp::serve(routes::routes(state))
-        .incoming(listener)
-        .graceful(async move { stop.requested().await })
-        .run()
-        .await
+    let routes = routes::routes(state.clone());
+    if state.compression {
+        let service = TowerToHyperService::new(Compression::new(warp::service(routes)));
+        http1::serve(listener, service, stop).await
+    } else {
+        warp::serve(routes)
+            .incoming(listener)
+            .graceful(async move { stop.requested().await })
+            .run()
+            .await
+    }
 }

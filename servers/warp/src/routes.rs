@@ -14,12 +14,13 @@
 
 use std::convert::Infallible;
 
+use warp::filters::BoxedFilter;
 use warp::http::HeaderValue;
 use warp::reply::Response;
-use warp::{path, Filter};
+use warp::{path, Filter, Reply};
 use webbench_common::contract::TOKEN_HEADER;
 
-use crate::handlers::{self, State, Token, ALLOW_GET, ALLOW_USER};
+use crate::handlers::{self, State, Token, ALLOW_GET, ALLOW_POST, ALLOW_USER};
 
 /// The shared state, one `Arc` clone per request.
 fn with_state(state: State) -> impl Filter<Extract = (State,), Error = Infallible> + Clone {
@@ -46,6 +47,31 @@ fn query() -> impl Filter<Extract = (Option<String>,), Error = Infallible> + Cop
         .unify()
 }
 
+/// The raw `Content-Length` header, if there is one (`/upload/` refuses a declared
+/// length over the limit before reading).
+fn content_length() -> impl Filter<Extract = (Option<HeaderValue>,), Error = Infallible> + Copy {
+    warp::header::value("content-length")
+        .map(Some)
+        .or(warp::any().map(|| None))
+        .unify()
+}
+
+/// `/static/`: warp's own `warp::fs::dir` over BENCH_STATIC_DIR (see the manifest's
+/// notes.static), or, without it, a route that matches nothing (404 like any unknown
+/// path). Boxed because the two differ in type; it is the last route tried, so only a
+/// request no other route took goes through the box.
+fn statics(state: &State) -> BoxedFilter<(Response,)> {
+    match &state.static_dir {
+        Some(dir) => warp::path("static")
+            .and(warp::fs::dir(dir.clone()))
+            .map(|file: warp::fs::File| file.into_response())
+            .boxed(),
+        None => warp::any()
+            .and_then(|| async { Err::<Response, _>(warp::reject::not_found()) })
+            .boxed(),
+    }
+}
+
 /// Any method the path's routes did not take: JSON 405 with `Allow`.
 fn other_method(
     allow: HeaderValue,
@@ -57,6 +83,7 @@ fn other_method(
 pub fn routes(
     state: State,
 ) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone + Send + Sync + 'static {
+    let statics = statics(&state);
     let state = with_state(state);
 
     let ping = path!("ping").and(
@@ -137,10 +164,30 @@ pub fn routes(
     );
     let cached = path!("cached").and(
         warp::get()
-            .and(state)
+            .and(state.clone())
             .and(token())
             .and(query())
             .then(handlers::cached)
+            .or(other_method(ALLOW_GET))
+            .unify(),
+    );
+
+    // The HTTP workloads (servers/README.md).
+    let upload = path!("upload").and(
+        warp::post()
+            .and(state.clone())
+            .and(token())
+            .and(content_length())
+            .and(warp::body::stream())
+            .then(handlers::upload)
+            .or(other_method(ALLOW_POST))
+            .unify(),
+    );
+    let delay = path!("delay").and(
+        warp::get()
+            .and(state)
+            .and(token())
+            .then(handlers::delay)
             .or(other_method(ALLOW_GET))
             .unify(),
     );
@@ -158,6 +205,12 @@ pub fn routes(
         .or(fortunes)
         .unify()
         .or(cached)
+        .unify()
+        .or(upload)
+        .unify()
+        .or(delay)
+        .unify()
+        .or(statics)
         .unify()
         .recover(handlers::recover)
         .unify()
@@ -305,5 +358,75 @@ mod tests {
                 "{method} {path}"
             );
         }
+    }
+
+    /// The HTTP workloads, through the same routes.
+    #[tokio::test]
+    async fn upload_and_delay() {
+        use webbench_common::testing::{UPLOAD_ANSWER, UPLOAD_BODY};
+        let routes = routes(state());
+        let upload = |body: Vec<u8>| {
+            warp::test::request()
+                .method("POST")
+                .path("/upload/")
+                .header("token", "tok")
+                .body(body)
+        };
+        let res = upload(UPLOAD_BODY.to_vec()).reply(&routes).await;
+        assert_eq!(
+            (res.status().as_u16(), &res.body()[..]),
+            (200, UPLOAD_ANSWER.as_bytes())
+        );
+        let res = upload(vec![0; 8 * 1024 * 1024 + 1]).reply(&routes).await;
+        assert_eq!(res.status().as_u16(), 413);
+        assert!(res.body().starts_with(br#"{"error":"#));
+        let (s, _, allow, _) = answer("GET", "/upload/", Some(b"tok")).await;
+        assert_eq!((s, allow.as_str()), (405, "POST"));
+        let (s, _, _, _) = answer("POST", "/upload/", None).await;
+        assert_eq!(s, 401);
+
+        let (s, ct, _, body) = answer("GET", "/delay/", Some(b"tok")).await;
+        assert_eq!(
+            (s, ct.as_str(), body.as_str()),
+            (200, "text/plain; charset=utf-8", "delayed 10 ms")
+        );
+        let (s, _, allow, _) = answer("POST", "/delay/", Some(b"tok")).await;
+        assert_eq!((s, allow.as_str()), (405, "GET"));
+    }
+
+    #[tokio::test]
+    async fn static_files_and_traversal() {
+        use webbench_common::testing::{self, CLIMBS};
+        let cfg = Config {
+            static_dir: Some(testing::static_folder("warp")),
+            ..Config::without_database("warp")
+        };
+        let routes = routes(Arc::new(AppState::new(&cfg, Db::None)));
+        let get = |path: &str| warp::test::request().path(path);
+        let res = get("/static/1k.txt").reply(&routes).await;
+        assert_eq!(
+            (res.status().as_u16(), res.body().len()),
+            (200, testing::FILE_SIZE)
+        );
+        let modified = res.headers()["last-modified"].clone();
+        let res = get("/static/1k.txt")
+            .header("if-modified-since", modified)
+            .reply(&routes)
+            .await;
+        assert_eq!(res.status().as_u16(), 304);
+        let res = get("/static/1k.txt")
+            .header("range", "bytes=100-199")
+            .reply(&routes)
+            .await;
+        assert_eq!((res.status().as_u16(), res.body().len()), (206, 100));
+        assert_eq!(res.headers()["content-range"], "bytes 100-199/1024");
+        for path in CLIMBS.into_iter().chain(["/static/nope.txt"]) {
+            let res = get(path).reply(&routes).await;
+            assert!(res.status().is_client_error(), "{path}: {}", res.status());
+            assert_ne!(&res.body()[..], testing::OUTSIDE, "{path}");
+        }
+        // Without BENCH_STATIC_DIR nothing is mounted.
+        let (s, ct, _, _) = answer("GET", "/static/1k.txt", None).await;
+        assert_eq!((s, ct.as_str()), (404, JSON));
     }
 }
