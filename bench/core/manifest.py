@@ -250,7 +250,7 @@ def _exemptions(data: dict, path: Path) -> dict:
 # what a manifest may declare unsupported: the HTTP workloads (the contract's endpoints
 # and the database suite every server has, or declares by [suite])
 # ("compression.br": that encoding alone, where the server's compressor has only gzip)
-UNSUPPORTABLE = ("pipelined", "static", "upload", "delay", "compression", "compression.gzip",
+UNSUPPORTABLE = ("pipelined", "static", "upload", "delay", "websocket", "compression", "compression.gzip",
                  "compression.br")
 
 
