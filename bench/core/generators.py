@@ -8,7 +8,8 @@ from bench.core.errors import SelectionError, check_names
 # model): bench.load's registry, named here because core imports nothing from load
 # (tests/unit/test_k6.py checks that the two agree)
 GENERATOR_MODELS: dict[str, tuple[bool, ...]] = {"wrk": (False,), "oha": (False, True),
-                                                 "k6": (False, True), "h2load": (False,)}
+                                                 "k6": (False, True), "h2load": (False,),
+                                                 "wsload": (False,)}
 DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL = "wrk", "oha"
 
 

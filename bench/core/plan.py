@@ -250,8 +250,9 @@ def points_of(spec: ServerSpec, point: LoadParams, test: str,
               settings: Settings) -> list[LoadParams]:
     """A load point as `test` meets it on `spec`: the pipelined test's with its depth; to
     json's and static's once per encoding (--compression), where the server has not
-    declared compression unsupported."""
-    point = dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline))
+    declared compression unsupported; the websocket test's with its own generator."""
+    point = dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline),
+                                generator=workloads.generator_of(test, point.generator))
     return [dataclasses.replace(point, encoding=e) for e in
             workloads.encodings_for(test, settings.compression, spec.unsupported)]
 

@@ -408,6 +408,7 @@ def validate(settings: Settings, server_ids: list[str], proxies: list[str] = ())
     for problem in (pipelining.problems(s.tests, s.pipeline, closed_loop_generators(
             s.generators), s.protocols, s.rates, s.connection_modes, s.burst)
             + workloads.generator_problems(s.tests, generators)
+            + workloads.websocket_problems(s.tests, s.protocols, s.rates, s.connection_modes)
             + workloads.compression_problems(s.compression, s.tests, generators))[:1]:
         raise SelectionError(problem)
     if not s.knee_p99_ms > 0:

@@ -31,28 +31,40 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
                               "and CRC-32 answered"),
     "delay": ("no database", "GET /delay/: answered after 10 ms (with --connections 10000: "
                              "many connections waiting at once)"),
+    "websocket": ("no database", "GET /ws/ upgraded to WebSocket, then text messages of 32b "
+                                 "or 4k (--size) echoed, one in flight per connection (wsload)"),
 }
 
 
 # ---------------------------------------------------------------- the HTTP workloads
 # (servers/README.md, "The HTTP workloads"; docs/tests-measured.md)
 STATIC_TEST, UPLOAD_TEST, DELAY_TEST = "static", "upload", "delay"
-HTTP_WORKLOADS = (pipelining.PIPELINED_TEST, STATIC_TEST, UPLOAD_TEST, DELAY_TEST)
-# the sizes a file or a body can have, and each sized test's levels when --size is not
-# given: the issue's three files, and the two bodies (a form's and a photo's)
-SIZE_BYTES = {"1k": 1024, "64k": 64 * 1024, "1m": 1024 * 1024}
-DEFAULT_SIZES = {STATIC_TEST: ("1k", "64k", "1m"), UPLOAD_TEST: ("64k", "1m")}
+WEBSOCKET_TEST = "websocket"
+HTTP_WORKLOADS = (pipelining.PIPELINED_TEST, STATIC_TEST, UPLOAD_TEST, DELAY_TEST,
+                  WEBSOCKET_TEST)
+# the sizes a file, a body or a message can have, and each sized test's levels when
+# --size is not given: the issue's three files, the two bodies (a form's and a photo's),
+# the two messages (a chat line's and a document update's)
+SIZE_BYTES = {"32b": 32, "1k": 1024, "4k": 4096, "64k": 64 * 1024, "1m": 1024 * 1024}
+DEFAULT_SIZES = {STATIC_TEST: ("1k", "64k", "1m"), UPLOAD_TEST: ("64k", "1m"),
+                 WEBSOCKET_TEST: ("32b", "4k")}
+# the sizes each sized test can have: the static files are those the harness writes
+# (bench.infra.static_files); a body or a message any
+VALID_SIZES = {STATIC_TEST: ("1k", "64k", "1m"), UPLOAD_TEST: tuple(SIZE_BYTES),
+               WEBSOCKET_TEST: tuple(SIZE_BYTES)}
+WS_DEFAULT_BYTES = 32
 UPLOAD_LIMIT = 8 * 1024 * 1024          # bytes; one more is answered 413
 DELAY_MS = 10
 DELAY_BODY = f"delayed {DELAY_MS} ms"
-PATHS = {STATIC_TEST: "/static/{size}.txt", UPLOAD_TEST: "/upload/", DELAY_TEST: "/delay/"}
+PATHS = {STATIC_TEST: "/static/{size}.txt", UPLOAD_TEST: "/upload/", DELAY_TEST: "/delay/",
+         WEBSOCKET_TEST: "/ws/"}
 
 
 def sizes_for(test: str, sizes) -> tuple[str | None, ...]:
     """The size levels `test` is measured at: (None,) for a test without sizes."""
     if test not in DEFAULT_SIZES:
         return (None,)
-    return tuple(sizes or DEFAULT_SIZES[test])
+    return tuple(s for s in sizes if s in VALID_SIZES[test]) if sizes else DEFAULT_SIZES[test]
 
 
 def size_problem(sizes, tests) -> str | None:
@@ -62,12 +74,16 @@ def size_problem(sizes, tests) -> str | None:
     unknown = [s for s in sizes if s not in SIZE_BYTES]
     if unknown or not sizes:
         return (f"--size {','.join(unknown or sizes) or '(empty)'}: the sizes are "
-                f"{', '.join(SIZE_BYTES)} (the static test's files, the upload test's bodies)")
+                f"{', '.join(SIZE_BYTES)} (the static test's files, the upload test's bodies, the websocket test's messages)")
     if len(set(sizes)) != len(sizes):
         return f"--size lists a value twice: {','.join(sizes)}"
     if not set(tests) & set(DEFAULT_SIZES):
         return (f"--size applies to {', '.join(DEFAULT_SIZES)}; none of them is among "
                 f"--tests {','.join(tests)}")
+    for test in (t for t in tests if t in DEFAULT_SIZES):
+        if not sizes_for(test, sizes):
+            return (f"--size {','.join(sizes)} gives the {test} test no size: it has "
+                    f"{', '.join(VALID_SIZES[test])}")
     return None
 
 
@@ -79,17 +95,31 @@ def title(test: str, size: str | None) -> str:
 # the generators that can send each HTTP workload (the pipelined test's are
 # bench.core.pipelining's); h2load is the HTTP/2 generator, a GET from a list
 GENERATORS = {STATIC_TEST: ("wrk", "oha", "h2load"), DELAY_TEST: ("wrk", "oha", "h2load"),
-              UPLOAD_TEST: ("wrk",)}
+              UPLOAD_TEST: ("wrk",), WEBSOCKET_TEST: ("wsload",)}
 WHY_NOT = {"k6": "k6 has no script for it yet",
            "oha": "oha sends one body file per run, not the sized bodies (-D) this test "
                   "checks yet"}
 
 
+# the websocket test has a generator of its own (bench.load.wsload): its cases are
+# measured with it whatever --generator names for the HTTP tests, as HTTP/2's are with
+# h2load; a generator that sends WebSocket only is refused for the others
+OWN_GENERATOR = {WEBSOCKET_TEST: "wsload"}
+WEBSOCKET_ONLY = ("wsload",)
+
+
+def generator_of(test: str, generator: str) -> str:
+    """The generator that measures `test` at a point of `generator`."""
+    return OWN_GENERATOR.get(test, generator)
+
+
 def generator_problems(tests, generators) -> list[str]:
     """The HTTP workloads among `tests` that one of `generators` (those that will run
     them: the closed loop's and, with --rate, the open model's) cannot send."""
-    out = []
-    for test in (t for t in tests if t in GENERATORS):
+    out = [f"--generator {g} sends WebSocket messages only; the {t} test is HTTP"
+           for g in generators if g in WEBSOCKET_ONLY
+           for t in tests if t != WEBSOCKET_TEST]
+    for test in (t for t in tests if t in GENERATORS and t not in OWN_GENERATOR):
         for g in (g for g in generators if g not in GENERATORS[test]):
             out.append(f"--tests {test} with --generator {g}: {WHY_NOT.get(g, 'it cannot send it')}"
                        f"; it runs with {', '.join(GENERATORS[test])}")
@@ -135,3 +165,22 @@ def compression_problems(compression, tests, generators) -> list[str]:
     return [f"--compression with --generator {','.join(others)}: its scripts send no "
             f"Accept-Encoding yet; compression runs with {', '.join(COMPRESSION_GENERATORS)}"
             ] if others else []
+
+
+def websocket_problems(tests, protocols, rates, connection_modes) -> list[str]:
+    """What a run cannot do with the websocket test under these settings (empty: fine)."""
+    if WEBSOCKET_TEST not in tests:
+        return []
+    out = []
+    http2 = [p for p in protocols if p in ("h2", "h2c")]
+    if http2:
+        out.append(f"--tests websocket runs over HTTP/1.1's upgrade (ws, and wss with "
+                   f"--protocol h1-tls); WebSocket over HTTP/2 (RFC 8441) is not measured: "
+                   f"leave out --protocol {','.join(http2)} or the test")
+    if rates:
+        out.append("--tests websocket with --rate: wsload runs the closed loop only (one "
+                   "message in flight per connection)")
+    if "close" in connection_modes:
+        out.append("--tests websocket with --connection-mode close: a WebSocket is one "
+                   "connection held open for the whole window")
+    return out

@@ -3,11 +3,11 @@ module; this registry is the only place that lists them. The run asks for the cl
 or the open-model generator by name and never names a tool itself."""
 from __future__ import annotations
 
-from bench.load import h2load, k6, oha, wrk
+from bench.load import h2load, k6, oha, wrk, wsload
 from bench.load.generator import Generator, LoadError, LoadRequest, LoadResult
 
 GENERATORS: dict[str, Generator] = {g.name: g for g in (wrk.WRK, oha.OHA, k6.K6_GENERATOR,
-                                                       h2load.H2LOAD)}
+                                                       h2load.H2LOAD, wsload.WSLOAD)}
 # the default of each model: wrk measures the maximum (closed loop), oha the fixed rates
 DEFAULT_CLOSED_LOOP = "wrk"
 DEFAULT_OPEN_MODEL = "oha"

@@ -16,8 +16,7 @@ from bench.analysis.statistics import Spread
 from bench.core import suite, workloads
 from bench.core.conformance import cell as conformance_cell, endpoint, failed_checks
 from bench.core.protocols import HTTP2
-from bench.report.workloads import ENCODED, compression_notes, gain_over_plain, \
-    not_supported_in
+from bench.report.workloads import ENCODED, not_supported_in, workload_notes
 from bench.core.settings import KNOWN_TESTS, DEFAULT_CLOSED_LOOP, DEFAULT_OPEN_MODEL, \
     NO_DB_TESTS, format_cpu_list
 
@@ -95,8 +94,9 @@ def load_params(case: dict) -> tuple:
         mode += pipelined_suffix(key["pipeline"])
     if key.get("encoding"):              # --compression: the Accept-Encoding asked for
         mode += f"{ENCODED}{key['encoding']}"
-    if key.get("size"):                  # the static test's file, the upload test's body
-        mode += f", {key['size']} {'file' if key['test'] == 'static' else 'body'}"
+    if key.get("size"):      # the static test's file, the upload test's body, a message
+        mode += f", {key['size']} " + {"static": "file", "websocket": "messages"}.get(
+            key["test"], "body")
     return key["connections"], mode, key.get("proxy", "none")
 
 
@@ -233,8 +233,7 @@ def build_tables(doc: dict) -> list[Table]:
                 row.notes.append(len(table.notes))
             table.rows.append(row)
         tables.append(table)
-    gain_over_plain(tables)
-    compression_notes(doc, tables, lambda case: load_params(case)[1])
+    workload_notes(doc, tables, lambda case: load_params(case)[1])
     for table, left in not_supported_in(doc, tables):
         nothing = Spread(**{**dict.fromkeys(Spread.__dataclass_fields__), "n": 0})
         table.rows.append(Row(test=left["test"], server=left["server"], database="None",

@@ -8,18 +8,45 @@
   the bytes on the wire per answer (wrk's bytes read, headers included, per answer) and
   the server's CPU per request, each against the same server's uncompressed case at the
   same load in the same run;
+- on a websocket table, what its req/sec is (messages echoed per second) and, per row,
+  the server's CPU per message;
 - a "not supported" row, with why, for each server whose manifest says it cannot do a
   test (the run stored them: RunRecord.not_supported).
 """
 from __future__ import annotations
 
 from bench.core.pipelining import PIPELINED_TEST, REQUESTS_OF
+from bench.core.workloads import WEBSOCKET_TEST
 
 ENCODED = ", Accept-Encoding: "             # what a compressed case's mode says
 
 # below this ratio a server is said to gain nothing from pipelining: the samples' own
 # spread on a shared machine is some per cent, so only a clear gain is called one
 NO_GAIN_BELOW = 1.15
+
+
+def workload_notes(doc: dict, tables: list, mode_of) -> None:
+    """Every note the HTTP workloads add to the tables (see the module docstring)."""
+    gain_over_plain(tables)
+    compression_notes(doc, tables, mode_of)
+    websocket_notes(doc, tables, mode_of)
+
+
+def websocket_notes(doc: dict, tables: list, mode_of) -> None:
+    """A websocket table's req/sec is messages per second: said once per table, and each
+    ranked row's server CPU per message."""
+    for table in (t for t in tables if t.test == WEBSOCKET_TEST):
+        table.notes.append("req/sec is messages/s: each a text message sent, echoed and "
+                           "checked byte for byte, one in flight per connection (wsload); "
+                           "latency is each message's round trip")
+        for row in (r for r in table.rows if r.ranked):
+            case = next((c for c in doc["cases"] if c["status"] == "ok"
+                         and c["server"] == row.server and c["test"] == table.test
+                         and mode_of(c) == table.load["connection_mode"]), None)
+            cpu = server_cpu_us(case) if case else None
+            if cpu is not None:
+                table.notes.append(f"{row.server}: server CPU {cpu:,.1f} µs per message")
+                row.notes.append(len(table.notes))
 
 
 def gain_over_plain(tables: list) -> None:

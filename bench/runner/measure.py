@@ -13,7 +13,7 @@ from typing import Callable
 from bench import load
 from bench.core.context import RunContext
 from bench.core.mix import MIX_TEST
-from bench.core import pipelining
+from bench.core import pipelining, workloads
 from bench.core.workloads import IDENTITY, UPLOAD_TEST
 from bench.core.protocols import HTTP2
 from bench.core.plan import LoadParams, Sample
@@ -45,6 +45,8 @@ def first_request(test: str, n: int | None, seed: int, token: str,
     """The case's own endpoint as its load asks it (one of the paths the generators
     draw): what a server's start-up to its first correct answer is timed against."""
     if test in WRITES or test == UPLOAD_TEST:         # a POST: /ping/ only
+        return None
+    if test == workloads.WEBSOCKET_TEST:             # an upgrade: /ping/ only
         return None
     if test == pipelining.PIPELINED_TEST:            # one of its batch's requests
         test = pipelining.REQUESTS_OF
@@ -129,10 +131,11 @@ class Measurer:
             self.phase("warm-up")
             warm = self.request(case.test, running.base_url, case.load,
                                 seed + WARMUP_SEED_OFFSET, p.warmup, n=case.n, size=case.size)
-            # over HTTP/2 the case's own generator (wrk speaks HTTP/1.1 only)
+            # over HTTP/2, and for a test with a generator of its own (websocket), the
+            # case's own generator (wrk speaks HTTP/1.1 only)
+            own = case.load.protocol in HTTP2 or case.test in workloads.OWN_GENERATOR
             warmup = without_distribution(self._run(
-                warm, name=case.load.generator if case.load.protocol in HTTP2 else None
-            )[1].summary)
+                warm, name=case.load.generator if own else None)[1].summary)
         client_pid: list[int] = []
         # a role born in a capped cgroup v2 is counted there; each cap's account is read
         # with the memory (--server-memory, --proxy-memory)
@@ -176,9 +179,11 @@ class Measurer:
             generator, result = self._run(request, on_start=generator_started,
                                           name=case.load.generator)
         opened = self.server_host.tcp_connections_accepted() - opened_before
-        # a burst is new connections with Connection: close, which HTTP/2 does not have
+        # a burst is new connections with Connection: close, which HTTP/2 and a
+        # WebSocket do not have
         burst = self._burst(sample, running) if p.burst > 0 and \
-            case.load.protocol not in HTTP2 else None
+            case.load.protocol not in HTTP2 and case.test not in workloads.OWN_GENERATOR \
+            else None
         resources = sampler.figures()
         if resources["client"]["accounting"] != "cgroup2":
             # the generator's own CPU is known exactly (wait4's rusage); the sampler only

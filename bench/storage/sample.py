@@ -37,6 +37,8 @@ class GeneratorRecord(Record):
     negotiated: dict = optional()
     # the pipelined test: requests per batch on each connection (wrk's Lua pipeline)
     pipeline: int = optional()
+    # the websocket test (wsload): the bytes of each message
+    message_bytes: int = optional()
     # always written; optional because schema 2 required only threads and connections
     command: list[str] = optional()
     exit_code: int | None = optional()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextlib import ExitStack, contextmanager
 from typing import Callable
 
-from bench.core.workloads import supported_encodings
+from bench.core.workloads import WEBSOCKET_TEST, supported_encodings
 
 
 def exempt(report, exemptions: dict) -> None:
@@ -69,6 +69,10 @@ def verifier(token: str, suite: bool = False, relay=None, mix=None,
             from bench.verify.workloads import verify_workloads
             report.checks += guarded("HTTP workloads", lambda: verify_workloads(
                 server.base_url, token, asked))
+        if endpoint is None and WEBSOCKET_TEST in asked:
+            from bench.verify.websocket import verify_websocket, ws_url
+            report.checks += guarded("websocket", lambda: verify_websocket(
+                ws_url(server.base_url), token))
         if endpoint is None and server.compression:
             from bench.verify.compression import CHECK, check_compression
             report.checks += guarded(CHECK, lambda: check_compression(
@@ -108,11 +112,14 @@ def begin(base_url: str, token: str) -> Callable[[], dict]:
     return finished
 
 
-def check_behind(running, proxies: dict, settings, token: str, host, log_path) -> None:
+def check_behind(running, proxies: dict, settings, token: str, host, log_path,
+                 websocket: bool = False) -> None:
     """HTTP conformance through each proxy the run puts in front of the server: the
     proxy starts on the upstream port (free while verifying) in front of the verified
     server, and is stopped again. A proxy that does not start leaves every check of
-    its block not applicable, with the reason."""
+    its block not applicable, with the reason. `websocket`: the websocket checks through
+    each proxy too (a check of the report each: a proxy that does not carry WebSocket
+    fails the server's verification for that point)."""
     from bench.core.conformance import CHECKS, NOT_APPLICABLE
     from bench.infra.proxy import running_proxy
     from bench.infra.server import ServerError
@@ -124,6 +131,10 @@ def check_behind(running, proxies: dict, settings, token: str, host, log_path) -
                                workers=settings.workers, log_path=log_path,
                                cpus=settings.cpus("server"), host=host) as proxy:
                 running.verification.conformance[name] = begin(proxy.base_url, token)()
+                if websocket:
+                    from bench.verify.websocket import endpoint_check
+                    running.verification.checks.append(endpoint_check(
+                        f"websocket through {name}", proxy.base_url, token))
         except ServerError as exc:
             why = f"the {name} proxy did not start: {str(exc)[:200]}"
             running.verification.conformance[name] = {c: verdict(NOT_APPLICABLE, why)
@@ -168,11 +179,13 @@ def verified_server(variant, settings, endpoint, log_path, *, token: str, suite:
             compression=variant.database == "none" and bool(supported_encodings(
                 compression, variant.server.unsupported)), host=host, listeners=listeners,
             **kwargs))
+        websocket = variant.database == "none" and WEBSOCKET_TEST in tests \
+            and WEBSOCKET_TEST not in variant.server.unsupported
         if proxies and running.verification is not None:
-            check_behind(running, proxies, settings, token, host, log_path)
+            check_behind(running, proxies, settings, token, host, log_path, websocket)
         if edge is not None and running.verification is not None:
             from bench.verify.protocol_checks import check_protocols
             running.verification.checks += check_protocols(
                 running, edge, list(protocols), settings, token, host, log_path, tls,
-                h2spec_seen, own_ports)
+                h2spec_seen, own_ports, websocket)
         yield running

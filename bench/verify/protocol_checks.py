@@ -77,11 +77,13 @@ def h2spec_verdict(base_url: str, where_name: str, protocol: str, seen: dict | N
 
 def check_protocols(running, edge, asked: list[str], settings, token: str, host, log_path,
                     tls, h2spec_seen: dict | None = None,
-                    own_ports: dict[str, int] | None = None) -> list[Check]:
+                    own_ports: dict[str, int] | None = None,
+                    websocket: bool = False) -> list[Check]:
     """One Check per protocol besides h1 in `asked`: on the server's own listener where
     it speaks the protocol itself (`own_ports`: protocol -> the port verification asked
     it to listen on, bench.infra.native), else through the proxy spec `edge`; over
-    HTTP/2, h2spec's verdict into the report's conformance."""
+    HTTP/2, h2spec's verdict into the report's conformance. `websocket`: over h1-tls, the
+    websocket checks there too (wss), as a check of its own."""
     from bench.infra.proxy import running_proxy
     from bench.infra.server import ServerError
     checks = []
@@ -113,6 +115,10 @@ def check_protocols(running, edge, asked: list[str], settings, token: str, host,
                                 server.variant.database)
                 refused = protocol_probe.alpn_refusal(endpoint_url, tls.ca) \
                     if protocol in protocols.TLS else None
+                if websocket and protocol == "h1-tls":
+                    from bench.verify.websocket import endpoint_check
+                    checks.append(endpoint_check(f"websocket over {protocol} ({what})",
+                                                 endpoint_url, token, tls.ca))
                 if protocol in protocols.HTTP2:
                     # the server's own endpoint is the direct one ("none@h2")
                     running.verification.conformance[

@@ -39,7 +39,7 @@ def test_sized_tests_are_a_case_per_size_with_the_size_in_key_id_and_title():
 def test_what_the_workloads_may_be_combined_with():
     ids = list(SPECS)
     for settings, words in (
-            (Settings(tests=("static",), sizes=("2k",)), "--size 2k: the sizes are 1k, 64k, 1m"),
+            (Settings(tests=("static",), sizes=("2k",)), "--size 2k: the sizes are 32b, 1k, 4k, 64k, 1m"),
             (Settings(tests=("plain",), sizes=("1k",)), "--size applies to static, upload"),
             (Settings(tests=("static",), sizes=("1k", "1k")), "lists a value twice"),
             (Settings(tests=("upload",), generators=("oha",)), "oha sends one body file"),
