@@ -37,6 +37,7 @@ final class Contract {
   static final Buffer DATABASE_ERROR = error("database error");
   static final Buffer INTERNAL_ERROR = error("internal error");
   static final Buffer BODY_TOO_LARGE = error("body too large");
+  static final Buffer NOT_WEBSOCKET = error("not a websocket upgrade");
   static final Buffer DELAYED = Buffer.buffer("delayed 10 ms");
 
   static Buffer error(String reason) {

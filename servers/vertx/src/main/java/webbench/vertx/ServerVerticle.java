@@ -59,6 +59,10 @@ final class ServerVerticle extends VerticleBase {
   static final String TLS_VERSION = "TLSv1.3";
   static final String CIPHER_SUITE = "TLS_AES_128_GCM_SHA256";
 
+  // /ws/'s limits (Vert.x's defaults, stated)
+  static final int WS_MAX_FRAME = HttpServerOptions.DEFAULT_MAX_WEBSOCKET_FRAME_SIZE;
+  static final int WS_MAX_MESSAGE = HttpServerOptions.DEFAULT_MAX_WEBSOCKET_MESSAGE_SIZE;
+
   private final Shared shared;
   private final String token;
   private HandlebarsTemplateEngine templates;
@@ -73,6 +77,8 @@ final class ServerVerticle extends VerticleBase {
   /** /upload/'s copy buffer: the body goes through the CRC in slices of this size (one
    * per verticle: its handlers all run on its one event loop). */
   private final byte[] scratch = new byte[64 * 1024];
+  /** /ws/'s strict UTF-8 decoder (one per verticle, as scratch). */
+  private final java.nio.charset.CharsetDecoder utf8 = WebSocketEcho.utf8Decoder();
 
   /** What all W instances share: the settings, the one pool, the one cache. */
   record Shared(Config cfg, Store store, Suite suite, Buffer pingBody) {
@@ -161,7 +167,17 @@ final class ServerVerticle extends VerticleBase {
         .setTcpNoDelay(true)
         // keep-alive on, no idle timeout (Vert.x's defaults, stated)
         .setIdleTimeout(0)
-        .setMaxHeaderSize(8192);
+        .setMaxHeaderSize(8192)
+        // /ws/: Vert.x's defaults, stated: a frame of up to 65,536 bytes of payload (a
+        // 64 KiB message fits in one frame), a message of up to 262,144 bytes reassembled;
+        // no compression extension (permessage-deflate, and the old per-frame one, off: never
+        // negotiated, and a frame with RSV bits set is refused); unmasked client frames
+        // refused (acceptUnmaskedFrames false)
+        .setMaxWebSocketFrameSize(WS_MAX_FRAME)
+        .setMaxWebSocketMessageSize(WS_MAX_MESSAGE)
+        .setPerMessageWebSocketCompressionSupported(false)
+        .setPerFrameWebSocketCompressionSupported(false)
+        .setAcceptUnmaskedFrames(false);
     if (shared.cfg().compression()) {
       // Netty's HttpContentCompressor chooses by Accept-Encoding (br first on a tie);
       // every answer is compressed whatever its size (Vert.x's threshold 0, stated).
@@ -227,6 +243,18 @@ final class ServerVerticle extends VerticleBase {
     router.get("/fortunes/").handler(this::fortunes);
     router.get("/cached/").handler(ctx -> rows(ctx, Suite::cached));
     // the HTTP workloads
+    // WebSocket echo: the token before the upgrade (a 401 JSON answer, no handshake), then
+    // Vert.x's handshake (toWebSocket: a 101, or Vert.x's own 400 / 426 answer to an HTTP/1.1
+    // request that is not a valid upgrade) and the echo on this verticle's event loop. Over
+    // HTTP/2 (the TLS listener's ALPN h2) Vert.x 5.0 has no WebSocket (RFC 8441) and answers
+    // nothing itself: a JSON 400.
+    router.get("/ws/").handler(ctx -> {
+      if (authorized(ctx)) {
+        ctx.request().toWebSocket().onComplete(
+            ws -> WebSocketEcho.serve(ws, utf8, WS_MAX_MESSAGE),
+            e -> send(ctx, 400, JSON, Contract.NOT_WEBSOCKET));
+      }
+    });
     if (cfg.staticDir() != null) {
       staticFiles(router, cfg);
     }
