@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/fasthttp/router v1.5.4
+	github.com/fasthttp/websocket v1.5.12
 	github.com/valyala/fasthttp v1.78.0
 	webbench/gocommon v0.0.0
 )
@@ -20,6 +21,7 @@ require (
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/savsgio/gotils v0.0.0-20240704082632-aef3928b8a38 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )

@@ -17,6 +17,7 @@ import (
 	"os"
 
 	"github.com/fasthttp/router"
+	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 
 	"webbench/gocommon"
@@ -128,6 +129,45 @@ func (a *app) upload(ctx *fasthttp.RequestCtx) {
 
 // GET /delay/: the request's goroutine sleeps (gocommon.App.Delay), no thread is held.
 func (a *app) delay(ctx *fasthttp.RequestCtx) { reply(ctx, a.Delay(a.authorized(ctx))) }
+
+// upgrader: fasthttp/websocket's defaults, stated: 4 KiB read and write buffers per
+// connection (ReadBufferSize/WriteBufferSize 0), no compression, no subprotocol,
+// same-origin check (a request without Origin, as the harness's, passes). A handshake
+// it refuses (no Sec-WebSocket-Key, another version, a cross-origin request) is a JSON
+// error like every other, not its plain-text one.
+var upgrader = websocket.FastHTTPUpgrader{
+	EnableCompression: false,
+	Error: func(ctx *fasthttp.RequestCtx, status int, reason error) {
+		reply(ctx, gocommon.Fail(status, gocommon.ErrorBody(reason.Error())))
+	},
+}
+
+// GET /ws/: the token first (a JSON 401, no handshake), then the upgrade: fasthttp
+// answers 101, hijacks the connection and runs the handler below on a goroutine of
+// its own (the worker goroutine goes back to the pool), with the read deadline
+// (ReadTimeout) cleared: no idle timeout. No read limit (the library's default: a
+// message is read whole, whatever its size). fasthttp/websocket (a fork of
+// gorilla/websocket) answers pings and close frames and closes with 1002 on an
+// unmasked frame; it does not check a text message's UTF-8, so gocommon.InvalidText
+// does (close 1007). fasthttp closes the connection when the handler returns.
+func (a *app) ws(ctx *fasthttp.RequestCtx) {
+	if !a.authorized(ctx) {
+		reply(ctx, gocommon.Unauthorized)
+		return
+	}
+	_ = upgrader.Upgrade(ctx, func(conn *websocket.Conn) {
+		defer conn.Close()
+		for {
+			mt, msg, err := conn.ReadMessage()
+			if err != nil || gocommon.InvalidText(conn, mt, msg) {
+				return
+			}
+			if err := conn.WriteMessage(mt, msg); err != nil {
+				return
+			}
+		}
+	}) // an error: the upgrader has answered the bad handshake (Error above)
+}
 
 // staticFiles: fasthttp's own file server (fasthttp.FS) over dir, for /static/{name}:
 // Last-Modified and a weak ETag (304 on If-Modified-Since / If-None-Match), single
@@ -256,6 +296,8 @@ func newRouter(core *gocommon.App) (handler fasthttp.RequestHandler, cleanup fun
 	} {
 		r.Handle(route.method, route.path, compressed(core.Compression, route.handle))
 	}
+	// a 101 and frames: nothing to compress (and no permessage-deflate)
+	r.GET(gocommon.WSPath, a.ws)
 	cleanup = func() {}
 	if core.StaticDir != "" {
 		// FS compresses by itself (and leaves a Range uncompressed): not wrapped

@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -66,13 +67,33 @@ func server(t *testing.T) contracttest.NewServer {
 	}
 }
 
-func TestRouter(t *testing.T)       { contracttest.Router(t, server(t)) }
-func TestNoDatabase(t *testing.T)   { contracttest.NoDatabase(t, server(t)) }
-func TestSuiteRoutes(t *testing.T)  { contracttest.Suite(t, server(t)) }
-func TestFortunesPage(t *testing.T) { contracttest.FortunesPage(t, server(t)) }
-func TestUpload(t *testing.T)       { contracttest.Upload(t, server(t)) }
-func TestDelay(t *testing.T)        { contracttest.Delay(t, server(t)) }
-func TestStatic(t *testing.T)       { contracttest.Static(t, server(t)) }
+func TestRouter(t *testing.T)         { contracttest.Router(t, server(t)) }
+func TestNoDatabase(t *testing.T)     { contracttest.NoDatabase(t, server(t)) }
+func TestSuiteRoutes(t *testing.T)    { contracttest.Suite(t, server(t)) }
+func TestFortunesPage(t *testing.T)   { contracttest.FortunesPage(t, server(t)) }
+func TestUpload(t *testing.T)         { contracttest.Upload(t, server(t)) }
+func TestDelay(t *testing.T)          { contracttest.Delay(t, server(t)) }
+func TestStatic(t *testing.T)         { contracttest.Static(t, server(t)) }
+func TestWebSocketToken(t *testing.T) { contracttest.WebSocketToken(t, server(t)) }
+
+// TestWebSocket: the production fasthttp.Server on an in-memory listener, raw frames.
+func TestWebSocket(t *testing.T) {
+	ln := fasthttputil.NewInmemoryListener()
+	handler, cleanup, err := newRouter(gocommon.NewApp("tok", nil, []byte(`{}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(handler)
+	go func() { _ = srv.Serve(ln) }()
+	defer func() { _ = srv.Shutdown(); _ = ln.Close(); cleanup() }()
+	contracttest.WebSocket(t, func() net.Conn {
+		conn, err := ln.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	})
+}
 
 // fasthttp's compressors offer br besides gzip
 func TestCompression(t *testing.T) {

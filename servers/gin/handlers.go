@@ -16,6 +16,7 @@ import (
 
 	"github.com/gin-contrib/gzip"
 	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
 
 	"webbench/gocommon"
 )
@@ -104,6 +105,48 @@ func (a app) upload(c *gin.Context) {
 // GET /delay/: the request's goroutine sleeps (gocommon.App.Delay), no thread is held.
 func (a app) delay(c *gin.Context) { reply(c, a.Delay(a.authorized(c))) }
 
+// upgrader: gorilla/websocket's defaults, stated: the hijacked connection's own
+// 4 KiB bufio buffers (ReadBufferSize/WriteBufferSize 0), no compression, no
+// subprotocol, same-origin check (a request without Origin, as the harness's, passes),
+// no handshake timeout (ReadHeaderTimeout already bounds the request head). A
+// handshake gorilla refuses (no Sec-WebSocket-Key, another version, a cross-origin
+// request) is a JSON error like every other, not http.Error's text.
+var upgrader = websocket.Upgrader{
+	EnableCompression: false,
+	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+		w.Header().Set("Content-Type", gocommon.JSONType)
+		w.WriteHeader(status)
+		_, _ = w.Write(gocommon.ErrorBody(reason.Error()))
+	},
+}
+
+// GET /ws/: the token first (a JSON 401, no handshake), then the upgrade; the
+// connection is then served on this request's goroutine (net/http's per-connection
+// goroutine, hijacked) until it closes. No read limit (gorilla's default: a message is
+// read whole, whatever its size) and no deadline (no idle timeout). gorilla answers
+// pings and close frames and closes with 1002 on an unmasked frame; it does not check
+// a text message's UTF-8, so gocommon.InvalidText does (close 1007).
+func (a app) ws(c *gin.Context) {
+	if !a.authorized(c) {
+		reply(c, gocommon.Unauthorized)
+		return
+	}
+	conn, err := upgrader.Upgrade(c.Writer, c.Request, nil)
+	if err != nil {
+		return // gorilla has answered the bad handshake (400, 403 or 405)
+	}
+	defer conn.Close()
+	for {
+		mt, msg, err := conn.ReadMessage()
+		if err != nil || gocommon.InvalidText(conn, mt, msg) {
+			return
+		}
+		if err := conn.WriteMessage(mt, msg); err != nil {
+			return
+		}
+	}
+}
+
 // filesOnly is the static folder (http.Dir: a path is cleaned, so it cannot climb out
 // of the folder) without its directories: /static/ itself is not found, the JSON 404
 // (gin's static handler hands a name it cannot open to NoRoute), not a listing.
@@ -176,6 +219,7 @@ func newRouter(core *gocommon.App) *gin.Engine {
 	r.GET("/cached/", a.cached)
 	r.POST("/upload/", a.upload)
 	r.GET("/delay/", a.delay)
+	r.GET(gocommon.WSPath, a.ws)
 	if core.StaticDir != "" {
 		// gin's static handler (GET and HEAD /static/*filepath): net/http's
 		// FileServer, so Last-Modified, 304, Range and the type from the extension.

@@ -5,6 +5,7 @@ package main
 // itself is checked against real databases by tests/integration/test_contract.py.
 
 import (
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -33,13 +34,29 @@ func server(a *gocommon.App) contracttest.Do {
 	}
 }
 
-func TestRouter(t *testing.T)       { contracttest.Router(t, server) }
-func TestNoDatabase(t *testing.T)   { contracttest.NoDatabase(t, server) }
-func TestSuiteRoutes(t *testing.T)  { contracttest.Suite(t, server) }
-func TestFortunesPage(t *testing.T) { contracttest.FortunesPage(t, server) }
-func TestUpload(t *testing.T)       { contracttest.Upload(t, server) }
-func TestDelay(t *testing.T)        { contracttest.Delay(t, server) }
-func TestStatic(t *testing.T)       { contracttest.Static(t, server) }
+func TestRouter(t *testing.T)         { contracttest.Router(t, server) }
+func TestNoDatabase(t *testing.T)     { contracttest.NoDatabase(t, server) }
+func TestSuiteRoutes(t *testing.T)    { contracttest.Suite(t, server) }
+func TestFortunesPage(t *testing.T)   { contracttest.FortunesPage(t, server) }
+func TestUpload(t *testing.T)         { contracttest.Upload(t, server) }
+func TestDelay(t *testing.T)          { contracttest.Delay(t, server) }
+func TestStatic(t *testing.T)         { contracttest.Static(t, server) }
+func TestWebSocketToken(t *testing.T) { contracttest.WebSocketToken(t, server) }
+
+// TestWebSocket: a real net/http server around the router (httptest's recorder
+// cannot be hijacked), raw frames over TCP.
+func TestWebSocket(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	srv := httptest.NewServer(newRouter(gocommon.NewApp("tok", nil, []byte(`{}`))))
+	defer srv.Close()
+	contracttest.WebSocket(t, func() net.Conn {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	})
+}
 
 // gin-contrib/gzip has gzip only (no br)
 func TestCompression(t *testing.T) { contracttest.Compression(t, server, nil) }
