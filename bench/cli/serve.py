@@ -73,6 +73,11 @@ def curl_examples(base: str, token: str, with_db: bool, suite: bool = False,
                   f"head -c 65536 /dev/urandom | {curl} {t} -H 'Content-Type: "
                   f"application/octet-stream' --data-binary @- {base}/upload/",
                   f"{curl} {t} {base}/delay/"]
+        if protocol in (protocols.DEFAULT, "h1-tls"):      # WebSocket over HTTP/1.1 only
+            ca_arg = f" --ca {shlex.quote(str(ca))}" if ca else ""
+            lines.append(f".venv/bin/python -m bench.verify.websocket "
+                         f"{base.replace('http', 'ws', 1)}/ws/ {shlex.quote(token)}{ca_arg}"
+                         f"      # the websocket checks")
     return lines + [load_example(base, token, with_db, protocol)]
 
 
