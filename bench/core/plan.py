@@ -250,7 +250,10 @@ def points_of(spec: ServerSpec, point: LoadParams, test: str,
               settings: Settings) -> list[LoadParams]:
     """A load point as `test` meets it on `spec`: the pipelined test's with its depth; to
     json's and static's once per encoding (--compression), where the server has not
-    declared compression unsupported; the websocket test's with its own generator."""
+    declared compression unsupported; the websocket test's with its own generator, and
+    none over HTTP/2 (WebSocket upgrades HTTP/1.1 only here)."""
+    if test == workloads.WEBSOCKET_TEST and point.protocol in protocols.HTTP2:
+        return []
     point = dataclasses.replace(point, pipeline=pipelining.depth_of(test, settings.pipeline),
                                 generator=workloads.generator_of(test, point.generator))
     return [dataclasses.replace(point, encoding=e) for e in

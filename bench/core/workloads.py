@@ -168,15 +168,15 @@ def compression_problems(compression, tests, generators) -> list[str]:
 
 
 def websocket_problems(tests, protocols, rates, connection_modes) -> list[str]:
-    """What a run cannot do with the websocket test under these settings (empty: fine)."""
+    """What a run cannot do with the websocket test under these settings (empty: fine).
+    Its h2 and h2c points are left out (bench.core.plan.points_of), the others kept."""
     if WEBSOCKET_TEST not in tests:
         return []
     out = []
-    http2 = [p for p in protocols if p in ("h2", "h2c")]
-    if http2:
+    if all(p in ("h2", "h2c") for p in protocols):
         out.append(f"--tests websocket runs over HTTP/1.1's upgrade (ws, and wss with "
-                   f"--protocol h1-tls); WebSocket over HTTP/2 (RFC 8441) is not measured: "
-                   f"leave out --protocol {','.join(http2)} or the test")
+                   f"--protocol h1-tls); WebSocket over HTTP/2 (RFC 8441) is not measured, "
+                   f"and --protocol {','.join(protocols)} leaves it no point")
     if rates:
         out.append("--tests websocket with --rate: wsload runs the closed loop only (one "
                    "message in flight per connection)")

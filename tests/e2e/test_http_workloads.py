@@ -77,3 +77,39 @@ def test_static_upload_delay_and_compression_run_and_a_declared_gap_is_shown(tmp
     assert "not supported: a fixture that says it cannot wait" in tables
     assert "B per answer on the wire" in tables and "## static 64k" in tables
     assert doc["environment"]["kernel_settings"]["net.core.somaxconn"]
+
+
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
+def test_static_and_websocket_over_tls_and_http2_through_the_terminating_proxy(tmp_path):
+    """The fixture speaks HTTP/1.1 only: over h1-tls and h2 the run puts nginx in front
+    (--tls-proxy), which serves the static file's bytes over each and carries the
+    WebSocket upgrade over TLS (wss), verified there before any load."""
+    out = run_bench("--servers", "http_workloads", "--servers-dir", str(FIXTURES),
+                    "--tests", "static,websocket", "--size", "64k,32b",
+                    "--protocol", "h1,h1-tls,h2", "--no-ceiling", "--repeat", "1",
+                    "--duration", "1", "--warmup", "0", "--connections", "4",
+                    "--results-dir", str(tmp_path), *PORTS)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    doc = only_run(tmp_path)
+    cases = {c["id"].split("/", 3)[-1]: c for c in doc["cases"]}
+    assert {c["status"] for c in cases.values()} == {"ok"}, \
+        {i: c["reason"] for i, c in cases.items() if c["status"] != "ok"}
+    static = {i: c for i, c in cases.items() if i.startswith("static_64k")}
+    assert len(static) == 3 and {c["samples"][0]["generator"]["name"]
+                                 for c in static.values()} == {"wrk", "h2load"}
+    for case in static.values():
+        summary = case["samples"][0]["summary"]
+        assert summary["errors"]["total"] == 0
+        # every answer the file's 64 KiB (HTTP/2's frames and HPACK are smaller than h1's
+        # header, never larger than the body)
+        assert 65536 <= summary["bytes"] / summary["requests"] < 65536 + 1024, case["id"]
+    ws = {i: c for i, c in cases.items() if i.startswith("websocket")}
+    # no WebSocket over HTTP/2: the h2 point measures static only
+    # 32b and 64k messages (--size gives each sized test the sizes it has), h1 and h1-tls
+    assert len(ws) == 4 and all(c["samples"][0]["generator"]["name"] == "wsload"
+                                for c in ws.values())
+    assert any("wss://" in " ".join(c["samples"][0]["generator"]["command"])
+               for c in ws.values())
+    checks = {c["name"]: c for c in doc["verification"]["http_workloads/none/raw"]["checks"]}
+    over_tls = [c for name, c in checks.items() if name.startswith("websocket over h1-tls")]
+    assert over_tls and all(c["passed"] for c in over_tls), over_tls

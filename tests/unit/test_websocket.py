@@ -37,7 +37,7 @@ def test_websocket_cases_are_a_case_per_message_size_measured_by_wsload():
 def test_what_the_websocket_test_may_be_combined_with():
     ids = list(SPECS)
     for settings, words in (
-            (Settings(tests=("websocket",), protocols=("h2",)), "RFC 8441"),
+            (Settings(tests=("websocket",), protocols=("h2", "h2c")), "RFC 8441"),
             (Settings(tests=("websocket",), rates=("1000",)), "closed loop only"),
             (Settings(tests=("websocket",), connection_modes=("close",)),
              "one connection held open"),
@@ -48,6 +48,11 @@ def test_what_the_websocket_test_may_be_combined_with():
         with pytest.raises(SelectionError, match=words):
             validate(settings, ids)
     validate(Settings(tests=("websocket",), protocols=("h1", "h1-tls")), ids)
+    # beside h1, an h2 point measures the HTTP tests only
+    mixed = plan(Settings(servers=("gin",), tests=("plain", "websocket"), protocols=("h1", "h2"),
+                          sizes=("32b",), ceiling=False), SPECS)
+    assert sorted((c.test, c.load.protocol) for c in mixed) == [
+        ("plain", "h1"), ("plain", "h2"), ("websocket", "h1")]
     validate(Settings(tests=("websocket", "plain"), generators=("wrk", "oha")), ids)
 
 
