@@ -22,7 +22,7 @@ from bench.infra.host import LOCAL
 from bench.infra import limits, memory_cap
 from bench.infra.hosts import Hosts
 from bench.infra.proxy import available_proxies
-from bench.load import LoadError, k6, oha, wrk
+from bench.load import LoadError, k6, oha, wrk, wsload
 from bench.paths import REPO
 from bench.setup.install import SCRIPTS as INSTALLED_ON_FIRST_USE, install
 from bench.verify import h2spec
@@ -67,6 +67,8 @@ def tools_needed(context: RunContext, cases: list[Case],
             need["k6"] = "--generator k6"
         if any(c.load.generator == H2LOAD for c in cases):
             need["h2load"] = "--protocol h2/h2c (the HTTP/2 load generator)"
+        if any(c.load.generator == "wsload" for c in cases):
+            need["wsload"] = "--tests websocket (its load generator, tools/wsload)"
     if context.settings.verify and any(p in HTTP2 for p in context.settings.protocols):
         need["h2spec"] = "--protocol h2/h2c (HTTP/2 conformance, verified before any load)"
     if context.placement.pinned:
@@ -220,12 +222,20 @@ def problems(context: RunContext, cases: list[Case], hosts: Hosts | None = None,
     client, server = hosts.for_role("client"), hosts.for_role("server")
     for tool, why in tools_needed(context, cases, needs).items():
         # the load generators run on the client's host, everything else on the server's
-        host = client if tool in ("wrk", "oha", "k6", H2LOAD, "h2spec") else server
+        host = client if tool in ("wrk", "oha", "k6", H2LOAD, "h2spec", "wsload") else server
         if tool in INSTALLED_ON_FIRST_USE and host is LOCAL and not _present(tool, host):
             failure = install(tool)            # built lazily, on first use (bench.setup.install)
             if failure:
                 found.append(f"{failure} (needed for {why})")
                 continue
+        if tool == "wsload":
+            # built from tools/wsload now (with Go), so that a missing Go or a failed
+            # build stops the run before anything starts, not at its first sample
+            try:
+                wsload.ensure_built(host)
+            except LoadError as exc:
+                found.append(f"{exc} (needed for {why})")
+            continue
         if tool == "k6":
             # in the harness's tool folder (scripts/install_k6.sh), and new enough
             try:
