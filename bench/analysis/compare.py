@@ -20,7 +20,7 @@ import numpy as np
 
 from bench.analysis import comparability, noise, statistics
 from bench.analysis import instructions as counted
-from bench.core import suite
+from bench.core import suite, workloads
 from bench.analysis.comparability import machine_id  # noqa: F401 - the CLI's name for it
 from bench.analysis.figures import (DEFAULT_COST_THRESHOLD,  # noqa: F401
                                     DEFAULT_ERROR_THRESHOLD, DEFAULT_MEMORY_THRESHOLD,
@@ -288,7 +288,10 @@ def compare_case(base_case: dict | None, cand_case: dict | None, *,
                  extra_reasons: list[str]) -> CaseComparison:
     """One case. `thresholds`: figure -> (threshold, where it came from)."""
     ref = cand_case or base_case
-    row = CaseComparison(ref["id"], ref["server"], ref["database"], ref["orm"], ref["test"],
+    # a sized test as the tables name it ("websocket 32b", "static 64k"): its sizes are
+    # rows of their own
+    test = workloads.title(ref["test"], (ref.get("key") or {}).get("size"))
+    row = CaseComparison(ref["id"], ref["server"], ref["database"], ref["orm"], test,
                          NOT_COMPARABLE, n=(ref.get("key") or {}).get("n"))
     if base_case is None:
         row.reason = "new in the candidate"

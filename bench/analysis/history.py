@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from bench.analysis import comparability, statistics
 from bench.analysis import instructions as counted
 from bench.analysis.figures import RPS, ok_values
-from bench.core import suite
+from bench.core import suite, workloads
 
 MAX_PVALUE = 0.001
 MIN_MAGNITUDE = 0.02
@@ -138,7 +138,9 @@ def build(docs: list[dict], *, server: str | None = None, test: str | None = Non
             s = series.get((case["id"], kid))
             if s is None:
                 s = series[case["id"], kid] = Series(case["id"], case["server"], case["database"],
-                                                     case["orm"], case["test"], kid,
+                                                     case["orm"], workloads.title(
+                                                         case["test"], (case.get("key") or {})
+                                                         .get("size")), kid,
                                                      n=(case.get("key") or {}).get("n"))
                 keys[case["id"], kid] = key
             s.points.append(Point(doc["run_id"], doc["started_at"],

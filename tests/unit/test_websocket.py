@@ -133,3 +133,12 @@ def test_a_websocket_table_says_its_req_s_are_messages_and_each_servers_cpu():
     assert table.notes[0].startswith("req/sec is messages/s")
     assert table.notes[1] == "gin: server CPU 7.2 µs per message" and Row.notes == [2]
     assert workloads.DESCRIPTIONS["websocket"][1].startswith("GET /ws/ upgraded")
+
+
+def test_compare_and_history_name_each_size_of_a_sized_test():
+    from bench.analysis.compare import compare_case
+    case = {"id": "s/none/raw/websocket_32b@c64@wsload", "server": "s", "database": "none",
+            "orm": False, "test": "websocket", "status": "ok",
+            "key": {"size": "32b", "test": "websocket"}}
+    row = compare_case(None, case, thresholds={}, alpha=0.05, extra_reasons=[])
+    assert row.test == "websocket 32b" and row.reason == "new in the candidate"
