@@ -42,7 +42,7 @@ import { Counter } from 'k6/metrics';
 
 const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 export const ERROR_KINDS = ['connect', 'read', 'write', 'timeout', 'lost', 'status'];
-const counters = {};
+export const counters = {};
 for (const kind of ERROR_KINDS) counters[kind] = new Counter('bench_error_' + kind);
 // answers over another protocol than HTTP/1.1 (never a silent fall-back or upgrade)
 const otherProtocol = new Counter('bench_other_protocol');
@@ -98,12 +98,12 @@ export const REQUESTS = {
   fortunes: { build: () => ['GET', '/fortunes/', null] },
 };
 
-function env(name, fallback) {
+export function env(name, fallback) {
   const v = __ENV[name];
   return v === undefined || v === '' ? fallback : v;
 }
 
-function scenario() {
+export function scenario() {
   const duration = `${env('BENCH_DURATION', '10')}s`;
   const vus = parseInt(env('BENCH_VUS', '1'), 10);
   if (env('BENCH_RATE', '') !== '') {

@@ -95,21 +95,24 @@ def title(test: str, size: str | None) -> str:
 # the generators that can send each HTTP workload (the pipelined test's are
 # bench.core.pipelining's); h2load is the HTTP/2 generator, a GET from a list
 GENERATORS = {STATIC_TEST: ("wrk", "oha", "h2load"), DELAY_TEST: ("wrk", "oha", "h2load"),
-              UPLOAD_TEST: ("wrk",), WEBSOCKET_TEST: ("wsload",)}
+              UPLOAD_TEST: ("wrk",), WEBSOCKET_TEST: ("wsload", "k6")}
 WHY_NOT = {"k6": "k6 has no script for it yet",
            "oha": "oha sends one body file per run, not the sized bodies (-D) this test "
                   "checks yet"}
 
 
 # the websocket test has a generator of its own (bench.load.wsload): its cases are
-# measured with it whatever --generator names for the HTTP tests, as HTTP/2's are with
-# h2load; a generator that sends WebSocket only is refused for the others
+# measured with it whatever --generator names for the HTTP tests (as HTTP/2's are with
+# h2load), or with k6 when --generator names it (k6_scripts/websocket.js: to measure k6
+# against it); a generator that sends WebSocket only is refused for the others
 OWN_GENERATOR = {WEBSOCKET_TEST: "wsload"}
 WEBSOCKET_ONLY = ("wsload",)
 
 
 def generator_of(test: str, generator: str) -> str:
     """The generator that measures `test` at a point of `generator`."""
+    if test in OWN_GENERATOR and generator in GENERATORS[test]:
+        return generator
     return OWN_GENERATOR.get(test, generator)
 
 

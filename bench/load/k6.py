@@ -62,7 +62,8 @@ from typing import Callable
 from bench.core.mix import MIX_TEST
 from bench.infra.host import LOCAL, Host
 from bench.load.generator import LoadError, LoadRequest, LoadResult, check_window
-from bench.core.workloads import HTTP_WORKLOADS
+from bench.core.workloads import HTTP_WORKLOADS, SIZE_BYTES, WEBSOCKET_TEST
+from bench.load import k6_websocket
 from bench.load.wrk import LATENCY_KEYS, TEST_SCRIPTS as WRK_TEST_SCRIPTS
 from bench.paths import K6_SCRIPTS_DIR
 
@@ -75,7 +76,7 @@ SCRIPTS_DIR = K6_SCRIPTS_DIR
 TEST_SCRIPTS: dict[str, str] = {**{test: lua.replace(".lua", ".js")
                                    for test, lua in WRK_TEST_SCRIPTS.items()
                                    if test not in HTTP_WORKLOADS},
-                                MIX_TEST: "mixed.js"}
+                                MIX_TEST: "mixed.js", WEBSOCKET_TEST: "websocket.js"}
 TOOL_SUBDIR = "bin"           # scripts/install_k6.sh's GOBIN: <the harness's cache>/bin
 INSTALL_HINT = (f"k6 {K6_VERSION} is not installed: run `make setup` or "
                 f"scripts/install_k6.sh (go install go.k6.io/k6@v{K6_VERSION}, into "
@@ -105,6 +106,7 @@ class K6Settings:
     n: int | None = None
     ca_file: str | None = None      # over https: the run's CA, the one root it trusts
     mix: str | None = None          # the `mixed` test's endpoints: "get_user:60,queries.5:10"
+    size: str | None = None         # the websocket test's message ("32b", "4k")
 
     def __post_init__(self) -> None:
         if isinstance(self.connections, bool) or self.connections < 1:
@@ -243,6 +245,8 @@ def k6_command(test: str, base_url: str, settings: K6Settings,
         env["BENCH_ITERATIONS"] = str(settings.iterations)
     if settings.mix is not None:
         env["BENCH_MIX"] = settings.mix
+    if test == WEBSOCKET_TEST:
+        env["BENCH_SIZE"] = str(SIZE_BYTES[settings.size or "32b"])
     argv = ["k6", "run", "--quiet", "--no-color", "--no-usage-report", "--address", "",
             "--log-output", "stderr"]
     for name, value in env.items():
@@ -345,6 +349,10 @@ def parse_k6_output(stdout: str, stderr: str = "", *, settings: K6Settings,
     """
     data = find_json(stdout, stderr)
     metrics = data["metrics"]
+    if k6_websocket.is_websocket(metrics):
+        state = data.get("state") if isinstance(data.get("state"), dict) else {}
+        run_ms = _number(state.get("testRunDurationMs"), "state.testRunDurationMs") or 0.0
+        return k6_websocket.summary(metrics, run_ms / 1000.0, _count, _latency)
     if "http_reqs" not in metrics and "iterations" not in metrics:
         raise LoadError(f"K6_JSON lacks http_reqs and iterations: got {sorted(metrics)}")
     made = _count(metrics, "http_reqs")
@@ -465,7 +473,7 @@ class K6:
                           token=request.token, connection_close=request.connection_close,
                           rate=request.rate, threads=request.threads, n=request.n,
                           iterations=None if request.open_model else request.iterations,
-                          ca_file=request.ca_file, mix=request.mix)
+                          ca_file=request.ca_file, mix=request.mix, size=request.size)
 
     def run(self, request: LoadRequest, *, host: Host = LOCAL,
             on_start: Callable[[int], None] | None = None,

@@ -37,7 +37,7 @@ def websocket_notes(doc: dict, tables: list, mode_of) -> None:
     ranked row's server CPU per message."""
     for table in (t for t in tables if t.test == WEBSOCKET_TEST):
         table.notes.append("req/sec is messages/s: each a text message sent, echoed and "
-                           "checked byte for byte, one in flight per connection (wsload); "
+                           "checked byte for byte, one in flight per connection; "
                            "latency is each message's round trip")
         for row in (r for r in table.rows if r.ranked):
             case = next((c for c in doc["cases"] if c["status"] == "ok"

@@ -153,11 +153,15 @@ def test_closed_and_open_commands():
 def test_every_test_has_a_script_like_wrks():
     # `mixed` whether or not wrk.py has it yet
     from bench.core.workloads import HTTP_WORKLOADS
-    assert set(k6.TEST_SCRIPTS) == set(wrk.TEST_SCRIPTS) - set(HTTP_WORKLOADS) | {"mixed"}
+    # and websocket (k6_scripts/websocket.js: its own default function, k6/websockets)
+    assert set(k6.TEST_SCRIPTS) == set(wrk.TEST_SCRIPTS) - set(HTTP_WORKLOADS) | {
+        "mixed", "websocket"}
     assert k6.script_for("mixed") == k6.SCRIPTS_DIR / "mixed.js"
-    for script in k6.TEST_SCRIPTS.values():
+    for test, script in k6.TEST_SCRIPTS.items():
         text = (ROOT / "k6_scripts" / script).read_text()
-        assert "export default t.iteration" in text and "handleSummary" in text, script
+        default = "export default function" if test == "websocket" else \
+            "export default t.iteration"
+        assert default in text and "handleSummary" in text, script
 
 
 def test_settings_are_checked():

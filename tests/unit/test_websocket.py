@@ -142,3 +142,25 @@ def test_compare_and_history_name_each_size_of_a_sized_test():
             "key": {"size": "32b", "test": "websocket"}}
     row = compare_case(None, case, thresholds={}, alpha=0.05, extra_reasons=[])
     assert row.test == "websocket 32b" and row.reason == "new in the candidate"
+
+
+def test_k6_measures_the_websocket_test_when_asked_and_reads_its_messages():
+    from bench.load import k6
+    cases = plan(Settings(servers=("gin",), tests=("websocket",), generators=("k6",),
+                          sizes=("4k",), ceiling=False), SPECS)
+    assert [c.load.generator for c in cases] == ["k6"]
+    argv = k6.k6_command("websocket", "https://h:1", k6.K6Settings(
+        connections=2, duration_s=1, size="4k"))
+    assert argv[-1].endswith("websocket.js") and "BENCH_SIZE=4096" in argv
+    metrics = {"bench_ws_sent": {"values": {"count": 1002}},
+               "bench_ws_echoed": {"values": {"count": 1000}},
+               "bench_error_status": {"values": {"count": 3}},
+               "data_received": {"values": {"count": 99}},
+               "bench_ws_rtt": {"values": {"p(50)": 1.0, "p(99)": 2.0, "p(75)": 1, "p(90)": 1,
+                                           "p(99.9)": 3, "min": 0, "avg": 1.1, "max": 4}}}
+    out = "K6_JSON " + json.dumps({"metrics": metrics, "state": {"testRunDurationMs": 2000}})
+    s = k6.parse_k6_output(out, settings=k6.K6Settings(connections=2, duration_s=2))
+    assert (s["requests"], s["sent"], s["unanswered"]) == (1000, 1002, 2)
+    assert s["requests_per_sec"] == 500 and s["errors"]["status"] == 3
+    assert s["errors"]["total"] == 3 and s["latency_ms"]["p99"] == 2.0
+    assert s["latency_histogram"] is None and "whole milliseconds" in s["latency_histogram_error"]
