@@ -13,7 +13,8 @@ from typing import AsyncIterator, Awaitable, Callable
 
 import aiohttp_jinja2
 import jinja2
-from aiohttp import web
+from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp.http import WebSocketError
 
 from benchcommon import (ERR_NO_DB, ERR_NOT_FOUND, ERR_TOKEN, FORTUNES_TEMPLATE,
                          TEMPLATE_DIR, InvalidBody, Settings, open_repository,
@@ -149,6 +150,78 @@ async def delay(request: web.Request) -> web.Response:
     return web.Response(text=DELAY_BODY)     # text/plain; charset=utf-8
 
 
+class MaskedFramesOnly:
+    """RFC 6455 §5.1 (a server closes the connection on a client frame that is not
+    masked), which aiohttp's WebSocketReader does not check (it is shared with the client
+    side; aiohttp's THREAT_MODEL.md, 3.1). It sits between the connection and the reader
+    and follows the frame headers going through (2 to 14 bytes each; payloads are skipped
+    by count, not copied): an unmasked one fails the connection as the reader fails it on
+    its own protocol errors (the queue gets a WebSocketError, receive() closes with its
+    code, 1002), after the frames that came before it."""
+
+    __slots__ = ("reader", "queue", "head", "skip")
+
+    def __init__(self, reader, queue) -> None:
+        self.reader, self.queue = reader, queue
+        self.head = b""      # a header cut by the end of a chunk
+        self.skip = 0        # payload bytes of the current frame still to come
+
+    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        pos, end = 0, len(data)
+        while pos < end:
+            if self.skip:
+                step = min(self.skip, end - pos)
+                self.skip -= step
+                pos += step
+                continue
+            kept = len(self.head)
+            head = self.head + data[pos:pos + 14 - kept]
+            if len(head) >= 2 and not head[1] & 0x80:
+                if pos:
+                    self.reader.feed_data(data[:pos])
+                self.queue.set_exception(
+                    WebSocketError(WSCloseCode.PROTOCOL_ERROR, "unmasked client frame"))
+                return True, b""
+            length = head[1] & 0x7F if len(head) >= 2 else 0
+            size = 6 + (2 if length == 126 else 8 if length == 127 else 0)
+            if len(head) < size:
+                self.head = head
+                break
+            self.head = b""
+            self.skip = length if length < 126 else int.from_bytes(head[2:size - 4], "big")
+            pos += size - kept
+        return self.reader.feed_data(data)
+
+    def feed_eof(self) -> None:
+        self.reader.feed_eof()
+
+
+class EchoWebSocketResponse(web.WebSocketResponse):
+    """aiohttp's WebSocketResponse with MaskedFramesOnly put in front of its reader as the
+    connection switches to WebSocket (before any frame reaches the reader)."""
+
+    def _post_start(self, request, protocol, writer) -> None:
+        super()._post_start(request, protocol, writer)
+        request.protocol._payload_parser = MaskedFramesOnly(self._parser, self._reader)
+
+
+async def ws_echo(request: web.Request) -> web.StreamResponse:
+    """aiohttp's WebSocket: the token checked before the handshake, then every message
+    echoed with its own type, in this request's task on the worker's event loop.
+    Defaults kept: max_msg_size 4 MiB, autoping (a ping answered with its pong), autoclose
+    (a close answered, then the connection ends), no heartbeat, no receive timeout."""
+    if not token_ok(request.headers.get("token"), settings):
+        return web.json_response(ERR_TOKEN, status=401)
+    ws = EchoWebSocketResponse()
+    await ws.prepare(request)
+    async for msg in ws:
+        if msg.type is WSMsgType.TEXT:
+            await ws.send_str(msg.data)
+        elif msg.type is WSMsgType.BINARY:
+            await ws.send_bytes(msg.data)
+    return ws
+
+
 @web.middleware
 async def compress(request: web.Request,
                    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -188,8 +261,9 @@ def create_app() -> web.Application:
     # contract's requests never reach it, and no middleware runs per request.
     app.router.add_post("/upload/", upload)
     app.router.add_get("/delay/", delay, allow_head=False)
+    app.router.add_get("/ws/", ws_echo, allow_head=False)
     for path in ("/ping/", "/user/{raw_id}/", "/plain/", "/to_json/", *suite_routes,
-                 "/upload/", "/delay/"):
+                 "/upload/", "/delay/", "/ws/"):
         app.router.add_route("*", path, method_not_allowed)
     # aiohttp's own static handler (StaticResource / FileResponse): ETag, Last-Modified,
     # 304, single ranges; a path that leaves the folder is refused (403/404) by it.

@@ -15,7 +15,7 @@ import asyncio
 from contextlib import asynccontextmanager
 from typing import Annotated, AsyncIterator
 
-from fastapi import FastAPI, Header, Request
+from fastapi import FastAPI, Header, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
@@ -236,3 +236,24 @@ async def delay(token: Token = None) -> PlainTextResponse:
         return _error(401, ERR_TOKEN)
     await asyncio.sleep(DELAY_SECONDS)       # the event loop serves others meanwhile
     return PlainTextResponse(DELAY_BODY)
+
+
+@app.websocket("/ws/")
+async def ws_echo(websocket: WebSocket, token: Token = None) -> None:
+    """Starlette's WebSocket on uvicorn's websockets-sansio protocol: the token checked
+    before the handshake (a 401 through the ASGI WebSocket Denial Response extension),
+    then every message echoed with its own type, in this connection's task on the
+    worker's event loop. Fragments, ping/pong, UTF-8 (1007), masking (1002) and the close
+    handshake are the protocol's (websockets' sans-I/O ServerProtocol under uvicorn)."""
+    if not token_ok(token, settings):
+        await websocket.send_denial_response(_error(401, ERR_TOKEN))
+        return
+    await websocket.accept()
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        if (text := message.get("text")) is not None:
+            await websocket.send_text(text)
+        else:
+            await websocket.send_bytes(message["bytes"])

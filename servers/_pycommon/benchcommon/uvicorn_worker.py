@@ -8,12 +8,18 @@ worker's event loop accepts every pending connection at once when it wakes, so o
 could hold half of the clients (measured with 64 wrk connections over 8 workers: 22 to 43 on
 the busiest).
 
-The only difference from UvicornWorker: the event loop and HTTP parser are named instead of
-"auto", so a missing uvloop or httptools is a start-up error rather than a silent fallback
-to asyncio / h11; and the ASGI lifespan is required (the apps open their pools in it).
+The only difference from UvicornWorker: the event loop, HTTP parser and WebSocket protocol
+are named instead of "auto", so a missing uvloop, httptools or websockets is a start-up error
+rather than a silent fallback to asyncio / h11 / wsproto (or to no WebSocket at all); the ASGI lifespan is required (the apps
+open their pools in it); and uvicorn's WebSocket keepalive ping is off (the servers' WebSocket
+contract has no server heartbeat, and its 20 s pong timeout would close a connection whose
+client is slow to answer).
 """
 from uvicorn_worker import UvicornWorker
 
 
 class UvloopHttptoolsWorker(UvicornWorker):
-    CONFIG_KWARGS = {"loop": "uvloop", "http": "httptools", "lifespan": "on"}
+    # ws: uvicorn's implementation on websockets' sans-I/O protocol, what "auto" picks in
+    # uvicorn 0.54 when websockets is installed ("websockets" names the legacy one, deprecated)
+    CONFIG_KWARGS = {"loop": "uvloop", "http": "httptools", "lifespan": "on",
+                     "ws": "websockets-sansio", "ws_ping_interval": None}
