@@ -12,7 +12,7 @@ import pytest
 from bench.core import dataset, manifest
 from bench.core.pipelining import DEFAULT_DEPTH
 from bench.core.plan import Variant
-from bench.core.workloads import DELAY_TEST, ENCODINGS, STATIC_TEST, UPLOAD_TEST
+from bench.core.workloads import DELAY_TEST, ENCODINGS, STATIC_TEST, UPLOAD_TEST, WEBSOCKET_TEST
 from bench.core.settings import Settings
 from bench.infra import db
 from bench.infra.server import log_tail
@@ -32,7 +32,8 @@ SETTINGS = Settings(workers=2, db_connections=4, port=TEST_SERVER_PORT)
 
 # what the variant without a database is also verified on: every HTTP workload
 # (servers/README.md) its manifest does not declare unsupported, compression included
-WORKLOADS = {"pipeline": DEFAULT_DEPTH, "tests": (STATIC_TEST, UPLOAD_TEST, DELAY_TEST),
+WORKLOADS = {"pipeline": DEFAULT_DEPTH,
+             "tests": (STATIC_TEST, UPLOAD_TEST, DELAY_TEST, WEBSOCKET_TEST),
              "compression": ENCODINGS}
 
 
@@ -68,11 +69,15 @@ def test_server_speaks_its_own_protocols(spec, builder, run_certificates, tmp_pa
     log = tmp_path / "server.log"
     with verified_server(Variant(spec, "none", False), SETTINGS, None, log,
                          token=SETTINGS.token, suite=False, protocols=spec.protocols,
+                         tests=(WEBSOCKET_TEST,),
                          edge=available_proxies()["nginx"], tls=run_certificates,
                          h2spec_seen={}) as running:
         report = running.verification
     assert report.passed, report.summary_text() + "\n" + log_tail(log)
     checks = {c.name: c for c in report.checks}
+    if "h1-tls" in spec.protocols and WEBSOCKET_TEST not in spec.unsupported:
+        # wss on its own TLS listener (its every websocket check, as one)
+        assert checks["websocket over h1-tls (on its own listener)"].passed
     for protocol in spec.protocols:
         assert checks[f"protocol {protocol}"].detail.startswith("on its own listener")
         if protocol != "h2c":
