@@ -187,6 +187,82 @@ pub async fn delay<S>(req: HttpRequest, state: web::Data<AppState<S>>) -> HttpRe
     }
 }
 
+/// `GET /ws/`, the WebSocket echo (servers/README.md "WebSocket"): the token first (401
+/// without it, no handshake), then actix-ws's handshake (a request that is not one is a
+/// JSON 400); its 101 streams what the [`ws_echo`] task (spawned on the worker's own
+/// runtime, actix_web::rt::spawn) sends through the Session, and the request's payload
+/// is the client's frames, decoded by actix-http's ws codec.
+pub async fn ws<S>(
+    req: HttpRequest,
+    body: web::Payload,
+    state: web::Data<AppState<S>>,
+) -> HttpResponse {
+    if !state.authorized(token(&req)) {
+        return failure(Failure::INVALID_TOKEN);
+    }
+    match actix_ws::handle(&req, body) {
+        Ok((res, session, stream)) => {
+            actix_web::rt::spawn(ws_echo(session, stream));
+            res
+        }
+        Err(_) => failure(Failure::bad_request("not a websocket handshake")),
+    }
+}
+
+/// Every text message back as text, binary as binary, fragments reassembled first
+/// (aggregate_continuations); a ping answered by a pong with its payload and a close
+/// frame by a close frame with its status (1000 if it had none), which ends the
+/// response and so the connection: actix-ws does none of these itself. Limits: actix-http's
+/// 64 KiB a frame, actix-ws's 1 MiB a reassembled message (their defaults). A read error
+/// (actix-ws yields it and sends nothing) is answered with the close status of
+/// [`ws_close_code`] before the connection ends.
+async fn ws_echo(session: actix_ws::Session, stream: actix_ws::MessageStream) {
+    use actix_ws::{AggregatedMessage, CloseCode, CloseReason};
+    let mut session = session;
+    let mut stream = stream.aggregate_continuations();
+    while let Some(received) = stream.next().await {
+        let sent = match received {
+            Ok(AggregatedMessage::Text(text)) => session.text(text).await,
+            Ok(AggregatedMessage::Binary(bytes)) => session.binary(bytes).await,
+            Ok(AggregatedMessage::Ping(payload)) => session.pong(&payload).await,
+            Ok(AggregatedMessage::Pong(_)) => Ok(()),
+            Ok(AggregatedMessage::Close(reason)) => {
+                let code = reason.map_or(CloseCode::Normal, |r| r.code);
+                let _ = session.close(Some(code.into())).await;
+                return;
+            }
+            Err(e) => {
+                if let Some(code) = ws_close_code(&e) {
+                    let reason = CloseReason {
+                        code: code.into(),
+                        description: None,
+                    };
+                    let _ = session.close(Some(reason)).await;
+                }
+                return;
+            }
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+/// The close status for a read error (RFC 6455 §7.4.1): 1007 for a text message that is
+/// not UTF-8 (actix-ws's ByteString conversion, an InvalidData I/O error), 1009 for a frame
+/// or message over the limit, 1002 for any protocol error (an unmasked client frame:
+/// actix-http's UnmaskedFrame); `None` for the connection's own I/O errors (gone).
+fn ws_close_code(err: &actix_ws::ProtocolError) -> Option<u16> {
+    use actix_ws::ProtocolError;
+    match err {
+        ProtocolError::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => Some(1007),
+        ProtocolError::Io(e) if e.to_string().contains("maximum continuation size") => Some(1009),
+        ProtocolError::Io(_) => None,
+        ProtocolError::Overflow => Some(1009),
+        _ => Some(1002),
+    }
+}
+
 /// Any path that is not one of the contract's routes.
 pub async fn not_found() -> HttpResponse {
     failure(Failure::NOT_FOUND)

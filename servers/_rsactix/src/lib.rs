@@ -94,6 +94,12 @@ macro_rules! app {
                     .route(web::get().to(handlers::delay::<$S>))
                     .default_service(web::to(handlers::method_not_allowed)),
             )
+            // The WebSocket echo (servers/README.md "WebSocket").
+            .service(
+                web::resource("/ws/")
+                    .route(web::get().to(handlers::ws::<$S>))
+                    .default_service(web::to(handlers::method_not_allowed)),
+            )
             .configure(|app| {
                 if let Some(dir) = static_dir {
                     app.service(static_files(dir));
@@ -296,6 +302,28 @@ mod tests {
     }
 
     const DELAY_AT_LEAST: Duration = Duration::from_millis(10);
+
+    /// /ws/: the token before the handshake; a GET that is no handshake is a JSON 400.
+    /// (The echo itself is checked over a socket: bench.verify.websocket.)
+    #[actix_web::test]
+    async fn websocket_route() {
+        let app = init_service(app!(Db, state(None))).await;
+        let res = call_service(&app, TestRequest::get().uri("/ws/").to_request()).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        let req = TestRequest::get()
+            .uri("/ws/")
+            .insert_header(("token", "tok"));
+        let (status, bytes) = body(call_service(&app, req.to_request()).await).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(&bytes[..], br#"{"error":"not a websocket handshake"}"#);
+        let req = TestRequest::post()
+            .uri("/ws/")
+            .insert_header(("token", "tok"));
+        assert_eq!(
+            call_service(&app, req.to_request()).await.status(),
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+    }
 
     #[actix_web::test]
     async fn static_files_and_traversal() {

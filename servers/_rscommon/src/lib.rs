@@ -22,6 +22,8 @@
 //!   rustls 0.23 server configuration (ring, TLS 1.3 only, TLS13_AES_128_GCM_SHA256).
 //! - [`listeners`] (feature `own-protocols`, for axum and hyper, on hyper 1): those
 //!   listeners served with tokio-rustls and hyper's own HTTP/1 and HTTP/2 connections.
+//! - [`ws`] (feature `ws`, for axum, hyper and warp): the close status a tungstenite-based
+//!   WebSocket echo sends when a read fails (1007, 1002, 1009).
 //!
 //! Nothing here knows an HTTP framework: a server maps its request onto these functions
 //! and turns their `Result<body, Failure>` into its own response type. Everything on
@@ -46,3 +48,5 @@ pub mod reply;
 pub mod serve;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[cfg(feature = "ws")]
+pub mod ws;

@@ -24,7 +24,8 @@
 //!   connection windows 1 MiB each (no adaptive window), SETTINGS_MAX_FRAME_SIZE 16 KiB,
 //!   SETTINGS_MAX_HEADER_LIST_SIZE 16 KiB, a 400 KiB send buffer per stream, no
 //!   keep-alive PINGs, no extended CONNECT. HTTP/1.1: keep-alive, a Date header, no
-//!   header-read timeout (no timer given), as on hyper's main listener.
+//!   header-read timeout (no timer given), served with upgrades (a WebSocket handshake,
+//!   `GET /ws/`, takes the connection after its 101), as on hyper's main listener.
 //! - Stop: like the main listener: stop accepting, tell every connection to finish
 //!   (hyper's graceful shutdown: HTTP/1 closes when idle, HTTP/2 sends GOAWAY and
 //!   finishes its open streams), within the process's grace period (serve.rs).
@@ -42,6 +43,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use crate::http1::Upgrades;
 use crate::protocols::{tls_config, OwnProtocols, ALPN};
 use crate::serve::{accept, listen, Others, Stop};
 
@@ -121,11 +123,15 @@ where
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
     let builders = Builders::new();
+    // HTTP/2 connections are watched by hyper-util's GracefulShutdown, HTTP/1.1 ones
+    // (served with upgrades) by http1::Upgrades: both are told at the stop.
     let graceful = GracefulShutdown::new();
+    let graceful_h1 = Upgrades::new();
     while let Some(stream) = accept(&listener, &stop, "TLS").await {
         let (acceptor, builders, service) = (acceptor.clone(), builders.clone(), service.clone());
         // Taken before the task runs: a stop during the handshake still reaches it.
         let watcher = graceful.watcher();
+        let upgrades = graceful_h1.watcher();
         tokio::spawn(async move {
             // A failed handshake (no common protocol, version or suite, the client
             // gone) or one past the timeout is that connection's end: no log.
@@ -142,14 +148,15 @@ where
                     .watch(builders.http2.serve_connection(io, service))
                     .await;
             } else {
-                let _ = watcher
-                    .watch(builders.http1.serve_connection(io, service))
-                    .await;
+                // with_upgrades: `GET /ws/` (WebSocket over HTTP/1.1, wss) takes the
+                // connection after its 101.
+                let conn = builders.http1.serve_connection(io, service).with_upgrades();
+                let _ = upgrades.watch(conn).await;
             }
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    tokio::join!(graceful.shutdown(), graceful_h1.shutdown());
 }
 
 async fn serve_h2c<S, B>(listener: TcpListener, service: S, stop: Stop)

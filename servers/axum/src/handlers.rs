@@ -14,8 +14,10 @@ use std::sync::Arc;
 
 use axum::body::{self, Body};
 use axum::extract::rejection::RawPathParamsRejection;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{RawPathParams, Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use webbench_common::contract::{self, AppState, Failure, MAX_BODY};
 use webbench_common::db::Db;
 use webbench_common::reply::{self, token, HTML, JSON, TEXT};
@@ -152,6 +154,54 @@ pub async fn upload(State(state): AppStateRef, req: Request) -> Response {
 /// `GET /delay/`: tokio's timer for 10 ms (webbench_common::reply::delay).
 pub async fn delay(State(state): AppStateRef, req: Request) -> Response {
     reply::delay(&state, req.headers()).await
+}
+
+/// `GET /ws/`: the token first (401 without it, no handshake), then axum's
+/// WebSocketUpgrade (a request that is not a WebSocket handshake is a JSON 400), whose
+/// 101 hands the connection to [`echo`] in a task of its own (axum spawns it on the
+/// runtime). Its limits are tungstenite's defaults: 64 MiB a message, 16 MiB a frame;
+/// no subprotocol, no compression (tungstenite has no permessage-deflate here).
+pub async fn ws(
+    State(state): AppStateRef,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    if !state.authorized(token(&headers)) {
+        return failure(Failure::INVALID_TOKEN);
+    }
+    match upgrade {
+        Ok(upgrade) => upgrade.on_upgrade(echo),
+        Err(_) => failure(Failure::bad_request("not a websocket handshake")),
+    }
+}
+
+/// Every text message back as text, binary as binary (tungstenite reassembles fragments,
+/// answers pings and the close frame itself). A read error tungstenite returns without
+/// telling the client (a text that is not UTF-8, an unmasked frame) is answered with the
+/// close status webbench_common::ws names (1007, 1002), then the connection is dropped.
+async fn echo(mut socket: WebSocket) {
+    while let Some(received) = socket.recv().await {
+        let reply = match received {
+            Ok(message @ (Message::Text(_) | Message::Binary(_))) => message,
+            // Ping: tungstenite has queued the pong, written by the next read. Pong:
+            // ignored. Close: tungstenite has queued the reply; the next read writes
+            // it and ends the stream.
+            Ok(_) => continue,
+            Err(e) => {
+                if let Some(code) = webbench_common::ws::close_code(&e) {
+                    let close = CloseFrame {
+                        code,
+                        reason: "".into(),
+                    };
+                    let _ = socket.send(Message::Close(Some(close))).await;
+                }
+                return;
+            }
+        };
+        if socket.send(reply).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Any path that is not one of the contract's routes.

@@ -115,6 +115,11 @@ fn routes(state: State) -> Router {
             "/delay/",
             get(handlers::delay).fallback(handlers::method_not_allowed),
         )
+        // The WebSocket echo (servers/README.md "WebSocket").
+        .route(
+            "/ws/",
+            get(handlers::ws).fallback(handlers::method_not_allowed),
+        )
         .fallback(handlers::not_found)
         .with_state(state)
 }
@@ -187,6 +192,21 @@ mod tests {
         assert_eq!(headers[header::CONTENT_TYPE], "text/plain; charset=utf-8");
         let no_token = Request::get("/delay/").body(Body::empty()).unwrap();
         assert_eq!(call(&app, no_token).await.0, StatusCode::UNAUTHORIZED);
+    }
+
+    /// /ws/: the token before the handshake; a GET that is no handshake is a JSON 400.
+    /// (The echo itself is checked over a socket: bench.verify.websocket.)
+    #[tokio::test]
+    async fn websocket_route() {
+        let app = make(None, false);
+        let no_token = Request::get("/ws/").body(Body::empty()).unwrap();
+        assert_eq!(call(&app, no_token).await.0, StatusCode::UNAUTHORIZED);
+        let (status, _, body) = call(&app, get("/ws/").body(Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body, br#"{"error":"not a websocket handshake"}"#);
+        let post = Request::post("/ws/").header("token", "tok");
+        let (status, ..) = call(&app, post.body(Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
     }
 
     #[tokio::test]

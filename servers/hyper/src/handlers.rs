@@ -44,6 +44,7 @@ type Answer = hyper::Response<Whole>;
 const ALLOW_GET: HeaderValue = HeaderValue::from_static("GET,HEAD");
 const ALLOW_USER: HeaderValue = HeaderValue::from_static("GET,HEAD,PATCH");
 const ALLOW_POST: HeaderValue = HeaderValue::from_static("POST");
+const ALLOW_WS: HeaderValue = HeaderValue::from_static("GET");
 
 /// What every request of every connection shares, behind one `Arc`: the state, and
 /// `/static/`'s ServeDir when BENCH_STATIC_DIR is set.
@@ -120,6 +121,8 @@ enum Route<'a> {
     Cached,
     Upload,
     Delay,
+    /// The WebSocket echo (src/ws.rs).
+    Ws,
     User(&'a str),
 }
 
@@ -139,6 +142,7 @@ fn find(path: &str) -> Option<Route<'_>> {
         "/cached/" => Route::Cached,
         "/upload/" => Route::Upload,
         "/delay/" => Route::Delay,
+        "/ws/" => Route::Ws,
         _ => {
             let id = path.strip_prefix("/user/")?.strip_suffix('/')?;
             if id.is_empty() || id.contains('/') {
@@ -221,6 +225,14 @@ where
             reply::upload(state, &parts.headers, body).await
         }
         Route::Upload => reply::method_not_allowed(ALLOW_POST),
+        // GET only (a HEAD is no handshake): the token before anything of the handshake.
+        Route::Ws if *req.method() == Method::GET => {
+            if !state.authorized(token(headers)) {
+                return failure(Failure::INVALID_TOKEN);
+            }
+            crate::ws::upgrade(req)
+        }
+        Route::Ws => reply::method_not_allowed(ALLOW_WS),
         _ if !get => reply::method_not_allowed(ALLOW_GET),
         Route::Delay => reply::delay(state, headers).await,
         Route::Ping => reply::typed(StatusCode::OK, JSON, state.ping_body.clone()),
@@ -254,6 +266,7 @@ mod tests {
         assert_eq!(find("/cached/"), Some(Route::Cached));
         assert_eq!(find("/upload/"), Some(Route::Upload));
         assert_eq!(find("/delay/"), Some(Route::Delay));
+        assert_eq!(find("/ws/"), Some(Route::Ws));
         assert_eq!(find("/user/12/"), Some(Route::User("12")));
         assert_eq!(find("/user/%31/"), Some(Route::User("%31")));
         assert_eq!(find("/user/abc/"), Some(Route::User("abc")));
@@ -393,6 +406,26 @@ mod tests {
             call(Method::PATCH, "/ping/", None, ""),
             (405, json.clone(), allow_get, not_allowed.clone())
         );
+        // /ws/: the token before the handshake; a GET that is no handshake is a 400.
+        assert_eq!(
+            call(Method::GET, "/ws/", None, ""),
+            (
+                401,
+                json.clone(),
+                None,
+                r#"{"error":"invalid token"}"#.into()
+            )
+        );
+        assert_eq!(
+            call(Method::GET, "/ws/", t, ""),
+            (
+                400,
+                json.clone(),
+                None,
+                r#"{"error":"not a websocket handshake"}"#.into()
+            )
+        );
+        assert_eq!(call(Method::POST, "/ws/", t, "").2, Some("GET".to_owned()));
         assert_eq!(
             call(Method::DELETE, "/user/1/", t, ""),
             (405, json, Some("GET,HEAD,PATCH".into()), not_allowed)

@@ -15,6 +15,7 @@
 //! which serve the same `service_fn` with hyper's HTTP/1 and HTTP/2 connections.
 
 mod handlers;
+mod ws;
 
 use std::convert::Infallible;
 use std::process::ExitCode;

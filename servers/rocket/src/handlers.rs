@@ -256,6 +256,79 @@ pub async fn delay(state: &State<App>, ctx: Ctx<'_>) -> Reply {
     }
 }
 
+/// `GET /ws/`, the WebSocket echo (servers/README.md "WebSocket"): the token first (401
+/// without it, no handshake), then rocket_ws's `WebSocket` guard, taken as an `Option`
+/// so that a request that is not a handshake (the guard forwards) is a JSON 400 here
+/// rather than a catcher's answer. Its `Channel` has Rocket answer 101 and hand the
+/// upgraded connection to [`echo`] (Rocket's upgrade: a tokio task of its own). Limits:
+/// tungstenite 0.21's defaults, 64 MiB a message, 16 MiB a frame.
+#[get("/ws")]
+pub fn ws(
+    state: &State<App>,
+    ctx: Ctx<'_>,
+    upgrade: Option<rocket_ws::WebSocket>,
+) -> Result<rocket_ws::Channel<'static>, Reply> {
+    if !state.authorized(ctx.token) {
+        return Err(Reply::failure(Failure::INVALID_TOKEN));
+    }
+    match upgrade {
+        Some(ws) => Ok(ws.channel(|stream| Box::pin(echo(stream)))),
+        None => Err(Reply::failure(Failure::bad_request(
+            "not a websocket handshake",
+        ))),
+    }
+}
+
+/// Every text message back as text, binary as binary (tungstenite reassembles fragments,
+/// answers pings and the close frame itself). A read error tungstenite returns without
+/// telling the client is answered with a close frame first ([`close_code`]), then the
+/// connection is dropped. Always `Ok`: rocket_ws would log an error (logging is off, but
+/// the connection's end is no error).
+async fn echo(mut stream: rocket_ws::stream::DuplexStream) -> rocket_ws::result::Result<()> {
+    use rocket::futures::{SinkExt, StreamExt};
+    use rocket_ws::frame::{CloseCode, CloseFrame};
+    use rocket_ws::Message;
+    while let Some(received) = stream.next().await {
+        let reply = match received {
+            Ok(message @ (Message::Text(_) | Message::Binary(_))) => message,
+            // Ping: tungstenite has queued the pong, written by the next read. Pong:
+            // ignored. Close: tungstenite has queued the reply; the next read writes it
+            // and ends the stream.
+            Ok(_) => continue,
+            Err(e) => {
+                if let Some(code) = close_code(&e) {
+                    let close = CloseFrame {
+                        code: CloseCode::from(code),
+                        reason: "".into(),
+                    };
+                    let _ = stream.send(Message::Close(Some(close))).await;
+                }
+                return Ok(());
+            }
+        };
+        if stream.send(reply).await.is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The close status for a read error tungstenite 0.21 returns without sending anything
+/// (RFC 6455 §7.4.1): 1007 for a text message that is not UTF-8, 1002 for a protocol
+/// error (an unmasked client frame among them), 1009 for a message over the limit; `None`
+/// for I/O errors (the peer is gone). (webbench_common::ws does the same for tungstenite
+/// 0.29.) rocket_ws does not export tungstenite's ProtocolError, so a peer that reset the
+/// connection (ResetWithoutClosingHandshake) gets a close frame too, whose write fails.
+fn close_code(err: &rocket_ws::result::Error) -> Option<u16> {
+    use rocket_ws::result::Error;
+    match err {
+        Error::Utf8 => Some(1007),
+        Error::Protocol(_) => Some(1002),
+        Error::Capacity(_) => Some(1009),
+        _ => None,
+    }
+}
+
 /// The methods each contract path serves (HEAD: Rocket answers it with the GET route,
 /// body dropped), for the 405's `Allow` header; `None` for a path with no route.
 /// Matched on Rocket's percent-decoded, non-empty segments, as its router matches
@@ -268,7 +341,7 @@ pub fn allowed_methods(req: &Request<'_>) -> Option<&'static str> {
         (
             Some(
                 "ping" | "plain" | "to_json" | "queries" | "updates" | "fortunes" | "cached"
-                | "delay",
+                | "delay" | "ws",
             ),
             None,
             None,

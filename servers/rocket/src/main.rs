@@ -153,6 +153,7 @@ fn app(figment: Figment, state: App) -> Rocket<Build> {
                 handlers::cached,
                 handlers::upload,
                 handlers::delay,
+                handlers::ws,
             ],
         )
         .register("/", catchers![handlers::catch_all])
@@ -294,6 +295,19 @@ mod tests {
             assert_eq!(res.status(), Status::Unauthorized, "{method} {path}");
             assert_eq!(res.into_string().unwrap(), r#"{"error":"invalid token"}"#);
         }
+        // /ws/: the token before the handshake; a GET that is no handshake is a JSON 400
+        // (the echo itself is checked over a socket: bench.verify.websocket).
+        let res = client.get("/ws/").dispatch();
+        assert_eq!(res.status(), Status::Unauthorized);
+        let res = client.get("/ws/").header(tok()).dispatch();
+        assert_eq!(res.status(), Status::BadRequest);
+        assert_eq!(
+            res.into_string().unwrap(),
+            r#"{"error":"not a websocket handshake"}"#
+        );
+        let res = client.post("/ws/").header(tok()).dispatch();
+        assert_eq!(res.status(), Status::MethodNotAllowed);
+
         let res = client.get("/user/abc/").header(tok()).dispatch();
         assert_eq!(res.status(), Status::NotFound);
         assert_eq!(res.into_string().unwrap(), r#"{"error":"no database"}"#);

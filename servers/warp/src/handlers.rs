@@ -22,7 +22,7 @@ use warp::http::header::HeaderValue;
 use warp::http::StatusCode;
 use warp::reject::{MethodNotAllowed, Rejection};
 use warp::reply::Response;
-use warp::Buf;
+use warp::{Buf, Reply};
 use webbench_common::contract::{self, AppState, Failure, MAX_BODY};
 use webbench_common::db::Db;
 use webbench_common::reply::{self, HTML, JSON, TEXT};
@@ -191,6 +191,48 @@ pub async fn delay(state: State, header: Token) -> Response {
             reply::typed(StatusCode::OK, TEXT, body)
         }
         Err(f) => failure(f),
+    }
+}
+
+/// `GET /ws/`: the token first (401 without it, no handshake), then warp's `Ws` (a
+/// request that is not a WebSocket handshake is a JSON 400), whose 101 hands the
+/// connection to [`echo`] in a task of its own (warp spawns it with tokio::spawn). Its
+/// limits are tungstenite's defaults: 64 MiB a message, 16 MiB a frame; no subprotocol,
+/// no compression.
+pub fn ws(state: State, header: Token, upgrade: Option<warp::ws::Ws>) -> Response {
+    if !state.authorized(token(&header)) {
+        return failure(Failure::INVALID_TOKEN);
+    }
+    match upgrade {
+        Some(upgrade) => upgrade.on_upgrade(echo).into_response(),
+        None => failure(Failure::bad_request("not a websocket handshake")),
+    }
+}
+
+/// Every text message back as text, binary as binary (tungstenite reassembles fragments,
+/// answers pings and the close frame itself). A read error tungstenite returns without
+/// telling the client (a text that is not UTF-8, an unmasked frame) is answered with the
+/// close status webbench_common::ws names (1007, 1002), then the connection is dropped.
+async fn echo(mut socket: warp::ws::WebSocket) {
+    use futures_util::SinkExt;
+    while let Some(received) = socket.next().await {
+        let reply = match received {
+            Ok(message) if message.is_text() || message.is_binary() => message,
+            // Ping: tungstenite has queued the pong, written by the next read. Pong:
+            // ignored. Close: tungstenite has queued the reply; the next read writes it
+            // and ends the stream.
+            Ok(_) => continue,
+            Err(e) => {
+                if let Some(code) = webbench_common::ws::close_code(&e) {
+                    let close = warp::ws::Message::close_with(code, "");
+                    let _ = socket.send(close).await;
+                }
+                return;
+            }
+        };
+        if socket.send(reply).await.is_err() {
+            return;
+        }
     }
 }
 

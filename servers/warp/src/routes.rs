@@ -183,6 +183,17 @@ pub fn routes(
             .or(other_method(ALLOW_POST))
             .unify(),
     );
+    // The WebSocket echo (servers/README.md "WebSocket"): warp::ws() made optional, so
+    // that the handler checks the token before anything of the handshake.
+    let ws = path!("ws").and(
+        warp::get()
+            .and(state.clone())
+            .and(token())
+            .and(warp::ws().map(Some).or(warp::any().map(|| None)).unify())
+            .map(handlers::ws)
+            .or(other_method(ALLOW_GET))
+            .unify(),
+    );
     let delay = path!("delay").and(
         warp::get()
             .and(state)
@@ -209,6 +220,8 @@ pub fn routes(
         .or(upload)
         .unify()
         .or(delay)
+        .unify()
+        .or(ws)
         .unify()
         .or(statics)
         .unify()
@@ -391,6 +404,24 @@ mod tests {
             (200, "text/plain; charset=utf-8", "delayed 10 ms")
         );
         let (s, _, allow, _) = answer("POST", "/delay/", Some(b"tok")).await;
+        assert_eq!((s, allow.as_str()), (405, "GET"));
+    }
+
+    /// /ws/: the token before the handshake; a GET that is no handshake is a JSON 400.
+    /// (The echo itself is checked over a socket: bench.verify.websocket.)
+    #[tokio::test]
+    async fn websocket_route() {
+        let (s, ct, _, body) = answer("GET", "/ws/", None).await;
+        assert_eq!(
+            (s, ct.as_str(), body.as_str()),
+            (401, JSON, r#"{"error":"invalid token"}"#)
+        );
+        let (s, _, _, body) = answer("GET", "/ws/", Some(b"tok")).await;
+        assert_eq!(
+            (s, body.as_str()),
+            (400, r#"{"error":"not a websocket handshake"}"#)
+        );
+        let (s, _, allow, _) = answer("POST", "/ws/", Some(b"tok")).await;
         assert_eq!((s, allow.as_str()), (405, "GET"));
     }
 
