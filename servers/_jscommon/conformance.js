@@ -6,7 +6,8 @@
 // database suite (n parsing, the fortunes page exactly as specified and escaped, the
 // statements per request against a recording fake repository, the warm cache), and the
 // HTTP workloads (/upload/'s CRC-32 and 413, /delay/, /static/ with its conditional GET,
-// ranges and refused climbs out of the folder, compression on and off).
+// ranges and refused climbs out of the folder, compression on and off), and /ws/ without
+// an upgrade.
 //
 // A server's test file calls defineTests(name, start), where
 //   start(cfg, repo) -> Promise<app>, app.call(method, url, { token, body, headers })
@@ -21,6 +22,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const zlib = require('node:zlib')
+const crypto = require('node:crypto')
 
 const contract = require('./contract')
 const workloads = require('./workloads')
@@ -352,6 +354,23 @@ function defineTests (name, startApp) {
       workloads.uploadBody(8 * 1024 * 1024, zlib.crc32(Buffer.alloc(8 * 1024 * 1024, 1))))
   })
 
+  test('/ws/ without an upgrade: token first, then a JSON 426; 405', async () => {
+    const app = await start({ ...CFG, db: 'none' }, null)
+    try {
+      let r = await app.get('/ws/', null)
+      assert.equal(r.status, 401)
+      r = await app.get('/ws/')
+      assert.equal(r.status, 426)
+      assert.equal(r.headers.upgrade, 'websocket')
+      assert.equal(typeof r.json.error, 'string')
+      r = await app.call('POST', '/ws/')
+      assert.equal(r.status, 405)
+      assert.equal(r.headers.allow, 'GET, HEAD')
+    } finally {
+      await app.close()
+    }
+  })
+
   test('delay: 10 ms, then the exact text; token first, 405', async () => {
     const app = await start({ ...CFG, db: 'none' }, null)
     try {
@@ -458,4 +477,64 @@ function defineTests (name, startApp) {
   })
 }
 
-module.exports = { defineTests, response, CFG }
+/**
+ * The WebSocket echo on /ws/ (servers/README.md, "WebSocket") over a real socket:
+ * `listen(cfg)` -> Promise<{ port, close() }> serves the server's app on 127.0.0.1;
+ * `WebSocket` is the ws client class of the server's own node_modules. The RFC 6455
+ * cases are the harness's (bench/verify/websocket.py on a raw client): here the
+ * token before the upgrade, the echo of each kind, and the closes ws makes itself.
+ */
+function defineWebsocketTests (name, listen, WebSocket) {
+  const cfg = { ...CFG, db: 'none', serverId: name, name }
+
+  /** A client on /ws/: resolves once open, or to the HTTP answer that refused it. */
+  function connect (port, token = 'tok') {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/`, { headers: token === null ? {} : { token } })
+      ws.once('open', () => resolve({ ws }))
+      ws.once('unexpected-response', (req, res) => {
+        const chunks = []
+        res.on('data', (c) => chunks.push(c))
+        res.on('end', () => resolve({ refused: response(res.statusCode, res.headers, Buffer.concat(chunks)) }))
+      })
+      ws.once('error', reject)
+    })
+  }
+  const next = (ws, event) => new Promise((resolve) => ws.once(event, (...args) => resolve(args)))
+
+  test('websocket: token before the upgrade, echo by kind, ping, the closes', async () => {
+    const server = await listen(cfg)
+    try {
+      const { refused } = await connect(server.port, null)
+      assert.equal(refused.status, 401)
+      assert.deepEqual(refused.json, { error: 'invalid token' })
+
+      const { ws } = await connect(server.port)
+      assert.equal(ws.extensions, '') // no permessage-deflate
+      for (const [payload, binary] of [['é😀 webbench', false], [crypto.randomBytes(4096), true],
+        ['x'.repeat(64 * 1024), false], [crypto.randomBytes(64 * 1024), true], ['', false]]) {
+        ws.send(payload, { binary })
+        const [data, isBinary] = await next(ws, 'message')
+        assert.equal(isBinary, binary)
+        assert.ok(data.equals(Buffer.from(payload)))
+      }
+      ws.ping('webbench-ping')
+      assert.equal((await next(ws, 'pong'))[0].toString(), 'webbench-ping')
+      ws.close(1000, 'done')
+      assert.equal((await next(ws, 'close'))[0], 1000)
+
+      // ws's own checks: a text message that is not UTF-8 (1007), an unmasked frame (1002)
+      for (const [send, code] of [[(c) => c.send(Buffer.from([0xc3, 0x28]), { binary: false }), 1007],
+        [(c) => c.send('unmasked', { mask: false }), 1002]]) {
+        const { ws: client } = await connect(server.port)
+        client.on('error', () => {}) // the server's close is the answer
+        send(client)
+        assert.equal((await next(client, 'close'))[0], code)
+      }
+    } finally {
+      await server.close()
+    }
+  })
+}
+
+module.exports = { defineTests, defineWebsocketTests, response, CFG }

@@ -11,6 +11,7 @@ const https = require('node:https')
 const path = require('node:path')
 const express = require('express')
 const compression = require('compression')
+const { WebSocketServer } = require('ws')
 const { Eta } = require('eta')
 const { LRUCache } = require('lru-cache')
 const {
@@ -18,6 +19,7 @@ const {
 } = require('../../_jscommon/contract')
 const suite = require('../../_jscommon/suite')
 const workloads = require('../../_jscommon/workloads')
+const websocket = require('../../_jscommon/websocket')
 
 const KEEP_ALIVE_MS = 72 * 1000 // idle keep-alive connections kept this long (Node: 5 s)
 const USER_PATH = /^\/user\/[^/]*\/$/ // what the router would match as /user/:id/
@@ -220,6 +222,14 @@ function buildApp (cfg, repo) {
     res.set('Content-Type', TEXT_TYPE).send(workloads.DELAY_BODY)
   }
 
+  // GET /ws/ that asks for no upgrade (an upgrade never reaches express: the http
+  // server's 'upgrade' event, buildServer below): token first, then a JSON 426.
+  function wsWithoutUpgrade (req, res) {
+    if (req.headers.token !== token) return sendError(res, 401, ERRORS.token)
+    res.set('Upgrade', 'websocket')
+    sendError(res, 426, websocket.UPGRADE_REQUIRED)
+  }
+
   // -------------------------------------------------------------------- routes
 
   /** `handlers` (method -> middleware) on `url`, and a JSON 405 with Allow for the rest. */
@@ -245,6 +255,7 @@ function buildApp (cfg, repo) {
   addRoute('/fortunes/', [['GET', suitePrecheck, fortunes]])
   addRoute('/upload/', [['POST', upload]])
   addRoute('/delay/', [['GET', delay]])
+  addRoute(websocket.WS_PATH, [['GET', wsWithoutUpgrade]])
 
   // Unknown paths: a JSON 404 (express's default is an HTML page).
   app.use((req, res) => sendError(res, 404, ERRORS.notFound))
@@ -276,11 +287,51 @@ function buildApp (cfg, repo) {
 }
 
 /**
+ * The WebSocket echo on /ws/, as ws's README attaches it to an express app's server: a
+ * WebSocketServer without a server of its own (noServer), the http server's 'upgrade'
+ * event checking the request (path, then the token) before ws makes the handshake.
+ * Returns the 'upgrade' listener and the WebSocketServer.
+ */
+function websocketEcho (cfg, app) {
+  const wss = new WebSocketServer({ noServer: true, ...websocket.WS_OPTIONS })
+  wss.on('connection', (ws) => {
+    ws.on('error', () => {}) // ws closes the connection itself (1002, 1007, 1009, ...)
+    ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary }))
+  })
+  // An error on the socket before the handshake (the client went away): just end it.
+  function onSocketError () { this.destroy() }
+  function onUpgrade (req, socket, head) {
+    socket.on('error', onSocketError)
+    // Node hands every request with an Upgrade header to this event once it has a
+    // listener, an upgrade to another protocol too (curl --http2 asks for h2c on
+    // http://). That Upgrade is ignored, as RFC 9110 lets a server do: a request
+    // without a body is answered by express as before (then the connection closes:
+    // Node no longer parses it); one with a body, which Node no longer reads, is a 400.
+    if (String(req.headers.upgrade).toLowerCase() !== 'websocket') {
+      if (req.headers['content-length'] > 0 || req.headers['transfer-encoding'] !== undefined) {
+        return websocket.refuseUpgrade(socket, 400, websocket.UPGRADE_UNSUPPORTED)
+      }
+      return websocket.answerIgnoringUpgrade(app, req, socket)
+    }
+    // The contract's answers as JSON, without a handshake: another path is a 404 (an
+    // upgrade never reaches express's router), no token a 401.
+    if (websocket.pathOf(req.url) !== websocket.WS_PATH) return websocket.refuseUpgrade(socket, 404, ERRORS.notFound)
+    if (req.headers.token !== cfg.token) return websocket.refuseUpgrade(socket, 401, ERRORS.token)
+    socket.removeListener('error', onSocketError)
+    // ws checks the handshake itself (GET, Upgrade, Sec-WebSocket-Key and -Version;
+    // a 400 otherwise) and answers 101 with Sec-WebSocket-Accept.
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
+  }
+  return { wss, onUpgrade }
+}
+
+/**
  * The HTTP server of one worker: express on node:http, keep-alive connections kept
  * 72 s; with `tls` ({ port, options }, ./listeners.js) also the same app on
- * node:https there, with the same keep-alive setting. listen() (the TLS listener
- * first, so it is open by the time /ping/ answers) and close() (both) as
- * ../../_jscommon/cluster.js expects them.
+ * node:https there, with the same keep-alive setting. Both serve the WebSocket echo
+ * (websocketEcho) on their 'upgrade' event. listen() (the TLS listener first, so it is
+ * open by the time /ping/ answers) and close() (both) as ../../_jscommon/cluster.js
+ * expects them.
  */
 function buildServer (cfg, repo, { tls = null } = {}) {
   const app = buildApp(cfg, repo)
@@ -289,10 +340,15 @@ function buildServer (cfg, repo, { tls = null } = {}) {
   // [server, port], the TLS listener first
   const listeners = [...(tls === null ? [] : [[tlsServer, tls.port]]), [server, cfg.port]]
   const servers = listeners.map(([s]) => s)
-  for (const s of servers) s.keepAliveTimeout = KEEP_ALIVE_MS
+  const ws = websocketEcho(cfg, app)
+  for (const s of servers) {
+    s.keepAliveTimeout = KEEP_ALIVE_MS
+    s.on('upgrade', ws.onUpgrade)
+  }
   return {
     server,
     tlsServer,
+    wss: ws.wss,
     listen: async () => {
       for (const [s, port] of listeners) {
         await new Promise((resolve, reject) => {
@@ -305,11 +361,15 @@ function buildServer (cfg, repo, { tls = null } = {}) {
       }
     },
     // Stop accepting, close idle keep-alive connections now (busy ones close after
-    // their response); resolves when every connection of every listener is gone.
-    close: () => Promise.all(servers.map((s) => new Promise((resolve) => {
-      s.close(() => resolve())
-      s.closeIdleConnections()
-    })))
+    // their response) and every WebSocket with 1001 (going away); resolves when every
+    // connection of every listener is gone.
+    close: () => {
+      for (const client of ws.wss.clients) client.close(1001)
+      return Promise.all(servers.map((s) => new Promise((resolve) => {
+        s.close(() => resolve())
+        s.closeIdleConnections()
+      })))
+    }
   }
 }
 

@@ -10,6 +10,7 @@ const Fastify = require('fastify')
 const fastifyView = require('@fastify/view')
 const fastifyCompress = require('@fastify/compress')
 const fastifyStatic = require('@fastify/static')
+const fastifyWebsocket = require('@fastify/websocket')
 const { Eta } = require('eta')
 const { LRUCache } = require('lru-cache')
 const {
@@ -17,6 +18,7 @@ const {
 } = require('../../_jscommon/contract')
 const suite = require('../../_jscommon/suite')
 const workloads = require('../../_jscommon/workloads')
+const websocket = require('../../_jscommon/websocket')
 const { USER_SCHEMA, USERS_SCHEMA, PARAMS_SCHEMA } = require('./schemas')
 
 const USER_METHODS = ['GET', 'PATCH', 'HEAD'] // what /user/{id}/ serves (HEAD: fastify's, for GET)
@@ -187,11 +189,14 @@ function buildApp (cfg, repo, { serverOptions = {}, cache = newCache() } = {}) {
     return sendError(reply, 500, ERR_DATABASE)
   }
 
-  /** `handlers` on `url`, and a JSON 405 (with Allow) for every other method. */
+  /**
+   * `handlers` ([method, handler, schema, other route options]) on `url`, and a JSON
+   * 405 (with Allow) for every other method.
+   */
   function addRoutes (instance, url, handlers) {
     const served = handlers.map(([method]) => method)
-    for (const [method, handler, schema] of handlers) {
-      instance.route({ method, url, handler, schema, config: { kind: 'route' } })
+    for (const [method, handler, schema, options = {}] of handlers) {
+      instance.route({ ...options, method, url, handler, schema, config: { kind: 'route' } })
     }
     // fastify answers HEAD for every GET route itself (exposeHeadRoutes).
     const implicit = served.includes('GET') ? ['HEAD'] : []
@@ -227,6 +232,29 @@ function buildApp (cfg, repo, { serverOptions = {}, cache = newCache() } = {}) {
     if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
     await workloads.delay() // a timer: the worker serves other requests meanwhile
     return reply.type(TEXT_TYPE).send(workloads.DELAY_BODY)
+  }
+
+  // ------------------------------------------------------------ the WebSocket echo
+
+  // The token, checked before the upgrade: a hook that replies stops it
+  // (@fastify/websocket runs the route's hooks on the 'upgrade' request, the handshake
+  // only in the route's handler), so no token is a JSON 401 and no handshake.
+  function wsToken (request, reply, done) {
+    if (request.headers.token !== token) return sendError(reply, 401, ERR_TOKEN)
+    done()
+  }
+
+  // Each message echoed as it came: text as text, binary as binary (ws hands over the
+  // whole message, its fragments reassembled, as a Buffer).
+  function echo (socket) {
+    socket.on('message', (data, isBinary) => socket.send(data, { binary: isBinary }))
+  }
+
+  // GET /ws/ that asks for no upgrade: after the token, a JSON 426, naming websocket in
+  // Upgrade over HTTP/1.1 only (HTTP/2 forbids the header: Node would throw).
+  function wsWithoutUpgrade (request, reply) {
+    if (request.raw.httpVersionMajor === 1) reply.header('upgrade', 'websocket')
+    return sendError(reply, 426, websocket.UPGRADE_REQUIRED)
   }
 
   // BENCH_COMPRESSION=1: @fastify/compress on every route (global), its defaults (br
@@ -281,6 +309,17 @@ function buildApp (cfg, repo, { serverOptions = {}, cache = newCache() } = {}) {
       production: true
     })
     addRoutes(instance, '/fortunes/', [['GET', fortunes]])
+  })
+
+  // /ws/ in its own encapsulated context with @fastify/websocket (ws, no
+  // permessage-deflate, ws's 100 MiB maxPayload, both stated in
+  // ../../_jscommon/websocket.js), so the plugin's onRequest / onResponse hooks and
+  // its wrapper of every route's handler are on this route only, not on every request
+  // of the other routes. Its 'upgrade' listener is on the server, so the TLS listener's
+  // HTTP/1.1 (http2's allowHTTP1) upgrades too.
+  app.register(async function websocketPlugin (instance) {
+    await instance.register(fastifyWebsocket, { options: websocket.WS_OPTIONS })
+    addRoutes(instance, websocket.WS_PATH, [['GET', wsWithoutUpgrade, undefined, { preValidation: wsToken, wsHandler: echo }]])
   })
 
   app.setNotFoundHandler((request, reply) => sendError(reply, 404, ERR_NOT_FOUND))
