@@ -42,9 +42,12 @@ def verify_websocket(url: str, token: str, timeout: float = 5.0,
         return WsConnection(url, token if with_token else None, timeout, ssl_context)
 
     checks = [("websocket handshake", check_handshake), ("websocket without token", check_token),
-              ("websocket echo", check_echo), ("websocket fragmented message", check_fragments),
-              ("websocket ping", check_ping), ("websocket invalid utf-8", check_invalid_utf8),
-              ("websocket unmasked frame", check_unmasked), ("websocket close", check_close)]
+              ("websocket echo", on_open(check_echo)),
+              ("websocket fragmented message", on_open(check_fragments)),
+              ("websocket ping", on_open(check_ping)),
+              ("websocket invalid utf-8", on_open(check_invalid_utf8)),
+              ("websocket unmasked frame", on_open(check_unmasked)),
+              ("websocket close", on_open(check_close))]
     out = []
     for name, run in checks:
         try:
@@ -61,6 +64,15 @@ def opened(conn: WsConnection) -> list[str]:
     if conn.handshake.status != 101:
         return [f"GET {PATH} with a valid handshake got {conn.handshake.status}, not 101"]
     return []
+
+
+def on_open(check):
+    """A check of what happens on an opened connection: run on a fresh one, unless its
+    handshake was not answered 101 (then that is the check's problem)."""
+    def run(connect) -> list[str]:
+        with connect() as conn:
+            return opened(conn) or check(conn)
+    return run
 
 
 def check_handshake(connect) -> list[str]:
@@ -100,80 +112,71 @@ def expect_echo(conn: WsConnection, opcode: int, payload: bytes, label: str) -> 
     if kind != opcode:
         return [f"{label}: echoed as opcode {kind}, not {opcode}"]
     if body != payload:
+        first = next((i for i, (a, b) in enumerate(zip(body, payload)) if a != b),
+                     min(len(body), len(payload)))
         return [f"{label}: the echo differs ({len(body)} bytes, first difference at byte "
-                f"{next((i for i, (a, b) in enumerate(zip(body, payload)) if a != b), min(len(body), len(payload)))})"]
+                f"{first})"]
     return []
 
 
-def check_echo(connect) -> list[str]:
+def check_echo(conn: WsConnection) -> list[str]:
     """Each measured size, the 64 KiB limit, non-ASCII text and binary, each echoed with
     its own type; then ten messages written back to back, echoed in order."""
-    with connect() as conn:
-        problems = opened(conn)
+    problems: list[str] = []
+    cases = [(TEXT, message(n), f"text of {n} B") for n in SIZES + (LARGEST,)]
+    cases += [(TEXT, "é😀 webbench ✓".encode(), "non-ASCII text"),
+              (BINARY, os.urandom(4096), "binary of 4096 B"),
+              (TEXT, b"", "an empty text message")]
+    for opcode, payload, label in cases:
+        conn.send(frame_bytes(opcode, payload))
+        problems += expect_echo(conn, opcode, payload, label)
         if problems:
             return problems
-        cases = [(TEXT, message(n), f"text of {n} B") for n in SIZES + (LARGEST,)]
-        cases += [(TEXT, "é😀 webbench ✓".encode(), "non-ASCII text"),
-                  (BINARY, os.urandom(4096), "binary of 4096 B"),
-                  (TEXT, b"", "an empty text message")]
-        for opcode, payload, label in cases:
-            conn.send(frame_bytes(opcode, payload))
-            problems += expect_echo(conn, opcode, payload, label)
-            if problems:
-                return problems
-        burst = [message(32, seed) for seed in range(10)]
-        conn.send(b"".join(frame_bytes(TEXT, m) for m in burst))
-        for i, m in enumerate(burst):
-            problems += expect_echo(conn, TEXT, m, f"message {i + 1} of 10 sent back to back")
-            if problems:
-                break
-        return problems
+    burst = [message(32, seed) for seed in range(10)]
+    conn.send(b"".join(frame_bytes(TEXT, m) for m in burst))
+    for i, m in enumerate(burst):
+        problems += expect_echo(conn, TEXT, m, f"message {i + 1} of 10 sent back to back")
+        if problems:
+            break
+    return problems
 
 
-def check_fragments(connect) -> list[str]:
+def check_fragments(conn: WsConnection) -> list[str]:
     """A message sent whole, then the same message in 3 fragments: the second echo must be
     one message, the same as the first (what the echo does to a message is the echo
     check's to judge; this one judges the reassembly)."""
-    with connect() as conn:
-        problems = opened(conn)
-        if problems:
-            return problems
-        whole = message(3000, seed=5)
-        conn.send(frame_bytes(TEXT, whole))
-        first = conn.read_message()
-        if not isinstance(first, tuple):
-            return [f"the message sent whole got {describe(first)}, not its echo"]
-        conn.send(frame_bytes(TEXT, whole[:1000], fin=False)
-                  + frame_bytes(CONTINUATION, whole[1000:2000], fin=False)
-                  + frame_bytes(CONTINUATION, whole[2000:]))
-        second = conn.read_message()
-        if not isinstance(second, tuple):
-            return [f"a text message in 3 fragments got {describe(second)}, not one echo"]
-        if second != first:
-            return [f"a text message in 3 fragments was echoed as {len(second[1])} bytes "
-                    f"unlike the same message sent whole ({len(first[1])} bytes): not "
-                    f"reassembled"]
-        return []
+    whole = message(3000, seed=5)
+    conn.send(frame_bytes(TEXT, whole))
+    first = conn.read_message()
+    if not isinstance(first, tuple):
+        return [f"the message sent whole got {describe(first)}, not its echo"]
+    conn.send(frame_bytes(TEXT, whole[:1000], fin=False)
+              + frame_bytes(CONTINUATION, whole[1000:2000], fin=False)
+              + frame_bytes(CONTINUATION, whole[2000:]))
+    second = conn.read_message()
+    if not isinstance(second, tuple):
+        return [f"a text message in 3 fragments got {describe(second)}, not one echo"]
+    if second != first:
+        return [f"a text message in 3 fragments was echoed as {len(second[1])} bytes "
+                f"unlike the same message sent whole ({len(first[1])} bytes): not "
+                f"reassembled"]
+    return []
 
 
 def describe(got) -> str:
     return "the end of the connection" if got is None else got.describe()
 
 
-def check_ping(connect) -> list[str]:
-    with connect() as conn:
-        problems = opened(conn)
-        if problems:
-            return problems
-        conn.send(frame_bytes(PING, PING_PAYLOAD))
-        frame = conn.read_frame()
-        if frame is None:
-            return ["the server closed the connection instead of answering a ping"]
-        if frame.opcode != PONG:
-            return [f"a ping got {frame.describe()}, not a pong"]
-        if frame.payload != PING_PAYLOAD:
-            return [f"the pong carries {frame.payload[:40]!r}, not the ping's payload"]
-        return []
+def check_ping(conn: WsConnection) -> list[str]:
+    conn.send(frame_bytes(PING, PING_PAYLOAD))
+    frame = conn.read_frame()
+    if frame is None:
+        return ["the server closed the connection instead of answering a ping"]
+    if frame.opcode != PONG:
+        return [f"a ping got {frame.describe()}, not a pong"]
+    if frame.payload != PING_PAYLOAD:
+        return [f"the pong carries {frame.payload[:40]!r}, not the ping's payload"]
+    return []
 
 
 def expect_close(conn: WsConnection, code: int, what: str) -> list[str]:
@@ -192,35 +195,23 @@ def expect_close(conn: WsConnection, code: int, what: str) -> list[str]:
     return []
 
 
-def check_invalid_utf8(connect) -> list[str]:
-    with connect() as conn:
-        problems = opened(conn)
-        if problems:
-            return problems
-        conn.send(frame_bytes(TEXT, INVALID_UTF8))
-        return expect_close(conn, 1007, "a text message that is not UTF-8")
+def check_invalid_utf8(conn: WsConnection) -> list[str]:
+    conn.send(frame_bytes(TEXT, INVALID_UTF8))
+    return expect_close(conn, 1007, "a text message that is not UTF-8")
 
 
-def check_unmasked(connect) -> list[str]:
-    with connect() as conn:
-        problems = opened(conn)
-        if problems:
-            return problems
-        conn.send(frame_bytes(TEXT, b"an unmasked frame", mask=False))
-        return expect_close(conn, 1002, "an unmasked client frame")
+def check_unmasked(conn: WsConnection) -> list[str]:
+    conn.send(frame_bytes(TEXT, b"an unmasked frame", mask=False))
+    return expect_close(conn, 1002, "an unmasked client frame")
 
 
-def check_close(connect) -> list[str]:
-    with connect() as conn:
-        problems = opened(conn)
-        if problems:
-            return problems
-        conn.send(frame_bytes(CLOSE, struct.pack("!H", 1000) + b"done"))
-        problems = expect_close(conn, 1000, "the client's close (1000)")
-        if not problems and not conn.closed_within(CLOSE_WAIT):
-            problems.append(f"the TCP connection stayed open {CLOSE_WAIT:g} s after the "
-                            "close handshake")
-        return problems
+def check_close(conn: WsConnection) -> list[str]:
+    conn.send(frame_bytes(CLOSE, struct.pack("!H", 1000) + b"done"))
+    problems = expect_close(conn, 1000, "the client's close (1000)")
+    if not problems and not conn.closed_within(CLOSE_WAIT):
+        problems.append(f"the TCP connection stayed open {CLOSE_WAIT:g} s after the "
+                        "close handshake")
+    return problems
 
 
 def ws_url(base_url: str) -> str:

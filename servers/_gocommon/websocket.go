@@ -52,3 +52,25 @@ func InvalidText(c WSControlWriter, messageType int, p []byte) bool {
 	_ = c.WriteControl(wsClose, invalidUTF8Close, time.Now().Add(WSCloseWait))
 	return true
 }
+
+// WSConn is what the echo needs of both libraries' *websocket.Conn.
+type WSConn interface {
+	WSControlWriter
+	ReadMessage() (messageType int, p []byte, err error)
+	WriteMessage(messageType int, data []byte) error
+}
+
+// Echo sends every message read back as it came (its type and bytes), until a read or a
+// write fails or a text message is not UTF-8 (InvalidText). The caller closes the
+// connection after (gin: deferred; fasthttp: when the upgrade handler returns).
+func Echo(conn WSConn) {
+	for {
+		mt, msg, err := conn.ReadMessage()
+		if err != nil || InvalidText(conn, mt, msg) {
+			return
+		}
+		if err := conn.WriteMessage(mt, msg); err != nil {
+			return
+		}
+	}
+}

@@ -149,7 +149,7 @@ var upgrader = websocket.FastHTTPUpgrader{
 // message is read whole, whatever its size). fasthttp/websocket (a fork of
 // gorilla/websocket) answers pings and close frames and closes with 1002 on an
 // unmasked frame; it does not check a text message's UTF-8, so gocommon.InvalidText
-// does (close 1007). fasthttp closes the connection when the handler returns.
+// does (close 1007) in gocommon.Echo. fasthttp closes the connection when the handler returns.
 func (a *app) ws(ctx *fasthttp.RequestCtx) {
 	if !a.authorized(ctx) {
 		reply(ctx, gocommon.Unauthorized)
@@ -157,15 +157,7 @@ func (a *app) ws(ctx *fasthttp.RequestCtx) {
 	}
 	_ = upgrader.Upgrade(ctx, func(conn *websocket.Conn) {
 		defer conn.Close()
-		for {
-			mt, msg, err := conn.ReadMessage()
-			if err != nil || gocommon.InvalidText(conn, mt, msg) {
-				return
-			}
-			if err := conn.WriteMessage(mt, msg); err != nil {
-				return
-			}
-		}
+		gocommon.Echo(conn)
 	}) // an error: the upgrader has answered the bad handshake (Error above)
 }
 

@@ -136,15 +136,7 @@ func (a app) ws(c *gin.Context) {
 		return // gorilla has answered the bad handshake (400, 403 or 405)
 	}
 	defer conn.Close()
-	for {
-		mt, msg, err := conn.ReadMessage()
-		if err != nil || gocommon.InvalidText(conn, mt, msg) {
-			return
-		}
-		if err := conn.WriteMessage(mt, msg); err != nil {
-			return
-		}
-	}
+	gocommon.Echo(conn)
 }
 
 // filesOnly is the static folder (http.Dir: a path is cleaned, so it cannot climb out
