@@ -228,6 +228,7 @@ def postmaster(port: str) -> psutil.Process | None:
     return None
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_a_database_killed_mid_run_fails_its_sample_and_is_restarted_for_the_next(tmp_path):
     run = Harness("--servers", "gin", "--tests", "get_user", "--databases", "postgres",
                   "--orm", "raw", "--repeat", "2", "--duration", "3", "--warmup", "0",
@@ -291,6 +292,7 @@ def test_the_stress_checks_run_a_burst_and_compare_the_workers(tmp_path):
     assert sample["resources"]["server"]["memory_last_mb"] > 0
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_rerun_failed_measures_only_the_failed_cases_again_and_keeps_history(tmp_path):
     out = run_bench("--servers", "never_ready,gin", "--servers-dir", str(FIXTURES),
                     "--tests", "plain", "--no-ceiling", "--repeat", "1", "--duration", "1",

@@ -12,6 +12,7 @@ from tests.e2e.test_run_bench import PORTS, only_run, run_bench
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_the_suite_at_two_levels_of_n(tmp_path):
     out = run_bench("--servers", "gin", "--databases", "postgres", "--orm", "raw",
                     "--tests", "queries,updates,fortunes,cached", "--n", "1,5",

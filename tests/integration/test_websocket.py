@@ -52,6 +52,7 @@ def test_each_planted_websocket_defect_fails_exactly_its_check(server_id, tmp_pa
         assert "no frame within" in detail["websocket ping"]
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_websocket_is_verified_through_each_proxy_in_front(tmp_path):
     port = next(PORTS)
     next(PORTS)                                 # port + 1: where the proxy listens
@@ -92,6 +93,7 @@ def test_wsload_echoes_checks_and_times_every_message(tmp_path):
     assert result.client_cpu_s > 0
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_wsload_counts_an_echo_that_is_not_the_message_as_an_error(tmp_path):
     result, _ = measure("broken_ws_echo_changes", tmp_path, "4k", connections=2)
     summary = result.summary
