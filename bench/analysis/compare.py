@@ -290,7 +290,7 @@ def compare_case(base_case: dict | None, cand_case: dict | None, *,
     ref = cand_case or base_case
     # a sized test as the tables name it ("websocket 32b", "static 64k"): its sizes are
     # rows of their own
-    test = workloads.title(ref["test"], (ref.get("key") or {}).get("size"))
+    test = workloads.case_title(ref)
     row = CaseComparison(ref["id"], ref["server"], ref["database"], ref["orm"], test,
                          NOT_COMPARABLE, n=(ref.get("key") or {}).get("n"))
     if base_case is None:

@@ -138,9 +138,8 @@ def build(docs: list[dict], *, server: str | None = None, test: str | None = Non
             s = series.get((case["id"], kid))
             if s is None:
                 s = series[case["id"], kid] = Series(case["id"], case["server"], case["database"],
-                                                     case["orm"], workloads.title(
-                                                         case["test"], (case.get("key") or {})
-                                                         .get("size")), kid,
+                                                     case["orm"], workloads.case_title(case),
+                                                     kid,
                                                      n=(case.get("key") or {}).get("n"))
                 keys[case["id"], kid] = key
             s.points.append(Point(doc["run_id"], doc["started_at"],

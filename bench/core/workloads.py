@@ -187,3 +187,8 @@ def websocket_problems(tests, protocols, rates, connection_modes) -> list[str]:
         out.append("--tests websocket with --connection-mode close: a WebSocket is one "
                    "connection held open for the whole window")
     return out
+
+
+def case_title(case: dict) -> str:
+    """A stored case's test as the tables name it ("websocket 32b", "static 64k")."""
+    return title(case["test"], (case.get("key") or {}).get("size"))

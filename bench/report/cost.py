@@ -10,6 +10,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from bench.analysis import statistics
+from bench.core.workloads import case_title
 
 ROLES = (("server", "server"), ("database", "db"), ("proxy", "proxy"),
          ("client", "generator"))
@@ -63,7 +64,7 @@ def cost_rows(doc: dict) -> list[list[str]]:
                           for role in ("server", "database", "proxy"))
         accounting = ", ".join(f"{label} {cost[role]['accounting']}" for role, label in ROLES
                                if role in cost)
-        rows.append([case["test"], case["server"], case["database"], _load(case),
+        rows.append([case_title(case), case["server"], case["database"], _load(case),
                      _num((stats.get("requests_per_sec") or {}).get("median")),
                      *[_num(v) for v in per_role], _num(total), _num(machine),
                      _percent(gap), _percent(harness_share), memory,

@@ -5,6 +5,7 @@ start-up and idle memory were measured shows what it has, "-" for the rest."""
 from __future__ import annotations
 
 from bench.analysis import footprint, statistics
+from bench.core.workloads import case_title
 from bench.analysis.footprint import Spread
 from bench.report.cost import section_markdown, section_html
 
@@ -96,7 +97,7 @@ def footprint_table(doc: dict) -> tuple[list[str], list[list[str]]]:
         if fp is None:
             continue
         idle = "-" if fp.idle_mb is None else _mb(fp.idle_mb.median)
-        rows.append([case["test"], case["server"], case["database"],
+        rows.append([case_title(case), case["server"], case["database"],
                      "orm" if case.get("orm") else "raw", _num(fp.requests_per_sec),
                      _ms(fp.start_to_ping_s), _ms(fp.start_to_first_answer_s),
                      _ms(fp.start_to_ready_s), idle,
