@@ -123,7 +123,8 @@ def stored(tmp_path: Path) -> dict:
     return results.load(results.latest_run(tmp_path))     # validated against the schema
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+# SIGTERM's three in make test-all: SIGINT's run the same lines in make test
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.full)])
 @pytest.mark.parametrize("phase", ["databases (local): starting", ": warm-up", ": measure"])
 def test_a_signal_at_any_phase_stops_everything_and_keeps_a_valid_file(tmp_path, phase, sig):
     run = a_db_run(tmp_path)
@@ -138,6 +139,7 @@ def test_a_signal_at_any_phase_stops_everything_and_keeps_a_valid_file(tmp_path,
     assert "pending" not in statuses and "interrupted" in statuses
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_a_signal_during_the_build_and_a_second_one_during_cleanup(tmp_path):
     run = Harness("--servers", "slow_build", "--servers-dir", str(FIXTURES), "--tests", "plain",
                   "--no-ceiling", "--repeat", "1", "--duration", "1", "--results-dir",

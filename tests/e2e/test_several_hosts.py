@@ -105,6 +105,7 @@ def test_client_server_and_database_on_three_hosts(netns_testbed, tmp_path):
 NO_SFTP_PORT = 2203           # a second sshd on the server's node, without SFTP
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_a_server_host_without_sftp_loses_its_logs_never_its_cases(netns_testbed, tmp_path):
     """The fault found by a user: with an sshd that offers no SFTP subsystem, fetching the
     first server log marked the host unreachable and every following case failed. Now

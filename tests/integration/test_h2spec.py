@@ -69,6 +69,7 @@ def test_nothing_listening_is_an_error_not_a_count(binary):
         h2spec.run(binary, "127.0.0.1", TEST_SERVER_PORT, tls=False, sections=(PING,))
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 @pytest.mark.parametrize("protocol", sorted(HTTP2))
 def test_nginx_terminating_http2_gets_the_whole_suites_counts_once_per_run(
         upstream, binary, tmp_path, protocol):  # noqa: F811

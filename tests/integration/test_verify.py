@@ -195,6 +195,7 @@ def test_unreachable_server_fails_fast(endpoints):
     assert time.monotonic() - start < 10
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_postgres_fallback_counter_without_pg_stat_statements(endpoints, monkeypatch):
     """Without pg_stat_statements the xact/table counters still catch a double SELECT
     (slow: waits for PostgreSQL to flush backend statistics)."""
