@@ -51,6 +51,7 @@ def test_ab_flags_the_slowed_server_and_measures_only_what_changed(tmp_path):
     assert len(arms) == 12 and {arms[i:i + 4] for i in range(0, 12, 4)} <= {"ABBA", "BAAB"}
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_ab_calls_a_candidate_that_stopped_starting_broken(tmp_path):
     a = version(tmp_path / "a", {"steady": "100", "stops": "100"})
     b = version(tmp_path / "b", {"steady": "100", "stops": "100"}, start_fails="stops")

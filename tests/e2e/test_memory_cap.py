@@ -58,6 +58,7 @@ def test_a_cap_smaller_than_a_servers_need_fails_its_sample_by_the_oom_killer(tm
     assert capped.endswith("-server") and not os.path.exists(os.path.dirname(capped))
 
 
+@pytest.mark.full          # make test-all: the everyday tier's tests run its lines (docs/testing.md)
 def test_a_capped_proxy_is_measured_with_its_cgroups_own_account(tmp_path):
     """--proxy-memory: nginx in front, born in its own cap; within it, measured, and the
     cap's account of the proxy stored beside the sample (the OOM kill of a proxy that
