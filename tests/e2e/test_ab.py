@@ -40,7 +40,10 @@ def test_ab_flags_the_slowed_server_and_measures_only_what_changed(tmp_path):
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
     assert verdicts["servers"] == ["slowed"]   # steady's folder is the same in both
     row, = verdicts["cases"]
-    assert row["verdict"] == "slower" and row["moved"][0] == "req/s"
+    # three times the CPU per request: slower, by req/s or by cost (CPU per request, the
+    # quieter figure). With three blocks one noisy block can leave req/s's t-test above
+    # alpha on a busy machine (seen once: cost moved alone), so either is the verdict's
+    assert row["verdict"] == "slower" and {"req/s", "cost"} & set(row["moved"]), row
     rps = row["figures"][0]
     assert rps["change"] < -0.2 and rps["blocks"] == 3
     stored, md = stored_run(tmp_path)
