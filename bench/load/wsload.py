@@ -32,7 +32,6 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -179,7 +178,3 @@ class Wsload:
 
 WSLOAD = Wsload()
 
-
-def which_go() -> str | None:
-    """For doctor: the go that would build wsload."""
-    return shutil.which("go") or (GO_FALLBACK if os.access(GO_FALLBACK, os.X_OK) else None)
